@@ -1,0 +1,3 @@
+from icml26.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,102 @@
+"""The papers icml26 implements: slug, title, arXiv id and the module holding each paper's code.
+
+Nothing paper-specific beyond these facts lives here, and importing this module imports no paper package:
+`icml26 list` stays fast and a missing optional extra only affects the paper that needs it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from dataclasses import dataclass
+from types import ModuleType
+
+
+@dataclass(frozen=True)
+class Paper:
+    slug: str
+    title: str
+    arxiv: str  # arXiv id, or "n/a" where none was found
+    extra: str | None = None  # the pip extra with this paper's third-party dependencies, if any
+    package: str | None = None  # dotted path of the paper's package; default icml26.<slug>
+
+    @property
+    def module(self) -> str:
+        """Dotted path of the paper's package."""
+        return self.package or f"icml26.{self.slug}"
+
+    @property
+    def experiment_module(self) -> str:
+        return f"{self.module}.experiment"
+
+    def is_implemented(self) -> bool:
+        """True when the paper's package and its `experiment` module exist (nothing is imported)."""
+        try:
+            return importlib.util.find_spec(self.experiment_module) is not None
+        except ModuleNotFoundError:
+            return False
+
+    def load_experiment(self) -> ModuleType:
+        """Import the paper's experiment module; a missing optional dependency names the extra to install."""
+        if not self.is_implemented():
+            raise NotImplementedError(f"paper '{self.slug}' is not implemented yet")
+        try:
+            return importlib.import_module(self.experiment_module)
+        except ModuleNotFoundError as e:
+            if e.name and not e.name.startswith("icml26"):
+                hint = f"pip install 'icml26[{self.extra}]'" if self.extra else "pip install 'icml26[all]'"
+                raise ModuleNotFoundError(
+                    f"paper '{self.slug}' needs the optional package '{e.name}': {hint}", name=e.name
+                ) from e
+            raise
+
+
+PAPERS: dict[str, Paper] = {
+    p.slug: p
+    for p in [
+        Paper("gradpower", "GradPower: Powering Gradients for Faster Language Model Pre-Training", "2505.24275",
+              "gradpower"),
+        Paper("pope", "Decoupling the 'What' and 'Where' With Polar Coordinate Positional Embeddings",
+              "2509.10534", "pope"),
+        Paper("tie", "Scheduling LLM Inference with Uncertainty-Aware Output Length Predictions", "2604.00499",
+              "tie"),
+        Paper("cqacp", "Conditional Quantile Adjusted Conformal Prediction for Time Series", "n/a", "cqacp"),
+        Paper("lsd", "Speculative Sampling For Faster Molecular Dynamics", "2606.02455", "lsd"),
+        Paper("usb", "Beyond Continuity: Simulation-free Reconstruction of Discrete Branching Dynamics from "
+              "Single-cell Snapshots", "2605.00545", "usb"),
+        Paper("matching_bandits", "Adaptive Bandit Algorithms for Contextual Matching Markets", "2605.28290",
+              "matching_bandits"),
+        Paper("visioned", "VisionED: Electron-Density Images for Molecular Property Prediction", "n/a",
+              "visioned"),
+        Paper("active_attacks", "Active Attacks: Red-teaming LLMs via Adaptive Environments", "2509.21947",
+              "active_attacks"),
+        Paper("analogy", "Feature Resemblance: Towards a Theoretical Understanding of Analogical Reasoning in "
+              "Transformers", "2603.05143", "analogy"),
+        Paper("dataset_compression", "Unifying Dataset Pruning and Distillation for Efficient Large-scale "
+              "Compression", "2502.06434", "dataset_compression"),
+        Paper("lingua", "Bridging the Grounding Gap in VideoQA via Typed Memory for Language-based Belief-State "
+              "Reasoning", "n/a", "lingua"),
+        Paper("mepoi", "Mobility-Embedded POIs: Learning What A Place Is and How It Is Used from Human Movement",
+              "2601.21149", "mepoi"),
+        Paper("meshtok", "MeshTok: Efficient Multi-Scale Tokenization for Scalable PDE Transformers",
+              "2606.04366", "meshtok"),
+        Paper("murgat", "Multimodal Fact-Level Attribution for Verifiable Reasoning (MuRGAt)", "2602.11509",
+              "murgat"),
+        Paper("robust_u1", "Robust-U1: Can MLLMs Self-Recover Corrupted Visual Content for Robust "
+              "Understanding?", "2606.08063", "robust_u1"),
+        Paper("sparse_transfer", "Domain Transfer Becomes Identifiable via a Single Alignment", "2605.17918",
+              "sparse_transfer"),
+        Paper("ssdcn", "Spatial-Spectral Dual-Clustering Network for Hyperspectral Image Super-Resolution", "n/a",
+              "ssdcn"),
+        Paper("verbalization", "Do Activation Verbalization Methods Convey Privileged Information?", "2509.13316",
+              "verbalization"),
+    ]
+}
+
+
+def get_paper(slug: str) -> Paper:
+    """Look a paper up by slug; raises `KeyError` with the list of known slugs."""
+    try:
+        return PAPERS[slug]
+    except KeyError:
+        raise KeyError(f"unknown paper '{slug}'; known: {', '.join(sorted(PAPERS))}") from None

@@ -1,0 +1,201 @@
+"""`Result` and `Claim` records of a reproduction, with atomic JSON save/load.
+
+A run returns a `Result`; `save_result` writes `<dir>/result.json` and one PNG per figure, each through a
+temporary file and a rename, so an interrupted run never leaves a half-written result behind.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import platform
+import tempfile
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+SCALES = ("smoke", "small", "paper")
+
+
+@dataclass
+class Claim:
+    """One of the paper's claims, re-measured.
+
+    Attributes:
+        id: short name from the spec, e.g. "C1" or "A".
+        statement: the paper's claim in one sentence.
+        metric: what was measured, with units.
+        measured: the measured value(s) from this run (a number or a name -> number mapping).
+        threshold: the pass condition in words, e.g. ">= 0.15 nats/byte".
+        held: whether the measured values meet the threshold (computed by the experiment, never a constant).
+        gate: True for the spec's gating checks; False for claims reported without gating.
+        details: free-text context (per-seed values, the explanation when it does not hold).
+    """
+
+    id: str
+    statement: str
+    metric: str
+    measured: Any
+    threshold: str
+    held: bool
+    gate: bool = True
+    details: str = ""
+
+    def __post_init__(self) -> None:
+        # numpy bools/floats sneak in from measurements; store plain Python values so JSON round-trips.
+        self.held = bool(self.held)
+        self.gate = bool(self.gate)
+        self.measured = _plain(self.measured)
+
+    @property
+    def verdict(self) -> str:
+        return "held" if self.held else "not held"
+
+
+@dataclass
+class Result:
+    """Everything a reproduction produced.
+
+    `figures` holds the PNG file names (relative to the result folder) once saved; experiments add
+    matplotlib figures with `add_figure`, which `save_result` renders.
+    """
+
+    slug: str
+    scale: str
+    config: dict[str, Any]
+    metrics: dict[str, Any] = field(default_factory=dict)
+    claims: list[Claim] = field(default_factory=list)
+    figures: list[str] = field(default_factory=list)
+    runtime_s: float = 0.0
+    versions: dict[str, str] = field(default_factory=dict)
+    created: str = ""
+    notes: str = ""
+    _pending_figures: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.scale not in SCALES:
+            raise ValueError(f"scale must be one of {SCALES}, got {self.scale!r}")
+        self.claims = [c if isinstance(c, Claim) else Claim(**c) for c in self.claims]
+        if not self.versions:
+            self.versions = library_versions()
+        if not self.created:
+            self.created = datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+    def add_figure(self, name: str, fig: Any) -> None:
+        """Attach a matplotlib figure; saved as `<name>.png` next to result.json."""
+        if not name or any(c in name for c in "/\\ "):
+            raise ValueError(f"figure name must be a plain file stem, got {name!r}")
+        self._pending_figures[name] = fig
+
+    @property
+    def config_hash(self) -> str:
+        return config_hash(self.config)
+
+    @property
+    def gates_held(self) -> bool:
+        return all(c.held for c in self.claims if c.gate)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if not f.name.startswith("_")}
+        d["claims"] = [dataclasses.asdict(c) for c in self.claims]
+        d["config_hash"] = self.config_hash
+        return _plain(d)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Result:
+        names = {f.name for f in dataclasses.fields(cls) if not f.name.startswith("_")}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+
+def config_hash(config: dict[str, Any]) -> str:
+    """Stable short hash of a config (used to decide whether a saved result can be reused)."""
+    blob = json.dumps(_plain(config), sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def library_versions() -> dict[str, str]:
+    out = {"python": platform.python_version(), "platform": platform.platform()}
+    for name in ("icml26", "numpy", "scipy", "torch", "matplotlib"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write `data` to `path` via a temporary file in the same folder and an atomic rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def save_result(result: Result, out_dir: str | Path) -> Path:
+    """Write figures (PNG) then `result.json` into `out_dir`; returns the JSON path.
+
+    The JSON is written last, so its presence means the run finished and its figures exist.
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if result._pending_figures:
+        import io
+
+        import matplotlib
+
+        matplotlib.use("Agg", force=False)
+        import matplotlib.pyplot as plt
+
+        for name, fig in result._pending_figures.items():
+            buf = io.BytesIO()
+            fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+            plt.close(fig)
+            atomic_write_bytes(out_dir / f"{name}.png", buf.getvalue())
+            if f"{name}.png" not in result.figures:
+                result.figures.append(f"{name}.png")
+        result._pending_figures.clear()
+    path = out_dir / "result.json"
+    atomic_write_bytes(path, json.dumps(result.to_dict(), indent=2, allow_nan=True).encode())
+    return path
+
+
+def load_result(path: str | Path) -> Result:
+    """Load a `Result` from a result.json file or the folder holding it."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "result.json"
+    with open(path) as f:
+        return Result.from_dict(json.load(f))
+
+
+def _plain(x: Any) -> Any:
+    """Convert numpy/torch scalars and arrays, tuples and Paths into JSON-friendly Python values."""
+    if isinstance(x, dict):
+        return {str(k): _plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_plain(v) for v in x]
+    if isinstance(x, (bool, int, str)) or x is None:
+        return x
+    if isinstance(x, float):
+        return x  # NaN/inf are kept; json writes them as NaN/Infinity
+    if isinstance(x, Path):
+        return str(x)
+    if hasattr(x, "tolist"):  # numpy / torch
+        return _plain(x.tolist())
+    if hasattr(x, "item"):
+        return x.item()
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return _plain(dataclasses.asdict(x))
+    return str(x)
