@@ -1,0 +1,159 @@
+"""Benchmarks: the Indirect Indexing generator (paper's diagnostic task) and the length-extrapolation evaluation.
+
+Indirect Indexing (spec 6C; the paper's exact alphabet, shift range and model sizes were not readable, so this
+generator is *reconstructed* from the spec): a source string of L distinct characters, then a source character
+and a signed shift; the answer is the character `shift` positions right (+) or left (-) of the source
+character. Solving it needs a content lookup ("where is char_i") followed by a relative-position offset
+("what sits s to the right of it"), exactly the what/where composition PoPE decouples.
+
+Token layout (vocab = alphabet + 1 + 2 * max_shift):
+    0..V-1 characters, V = SEP (delimiter ',' and left padding), V+1.. shift tokens for -S..-1, 1..S
+    sequence = [SEP]*pad + chars + [SEP, char_i, SHIFT(s)]   -> predict char_{i+s} at the final position
+With `queries_per_sequence = q > 1` the sequence packs q queries, each followed by its answer:
+    chars + [SEP, c1, SH1, t1, SEP, c2, SH2, t2, ..., SEP, cq, SHq]  (targets after every SH)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from icml26.common.generation import lm_logits
+from icml26.common.text import fixed_windows
+
+IGNORE = -100
+
+
+@dataclass
+class IndirectIndexing:
+    """Seeded generator of Indirect Indexing examples (spec 6C defaults; the paper uses lengths 20..40).
+
+    Args:
+        alphabet: V distinct character tokens (24).
+        min_len, max_len: source string length L ~ U{min_len..max_len} (8..16), L <= alphabet.
+        max_shift: shifts s uniform in {-S..-1, 1..S} (4), resampled until 0 <= i + s < L.
+        queries_per_sequence: queries packed per sequence (1).
+    """
+
+    alphabet: int = 24
+    min_len: int = 8
+    max_len: int = 16
+    max_shift: int = 4
+    queries_per_sequence: int = 1
+
+    def __post_init__(self) -> None:
+        for name in ("alphabet", "min_len", "max_len", "max_shift", "queries_per_sequence"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ValueError(f"{name} must be a positive int, got {v!r}")
+        if not 2 <= self.min_len <= self.max_len <= self.alphabet:
+            raise ValueError(f"need 2 <= min_len <= max_len <= alphabet, got {self.min_len}, {self.max_len}, "
+                             f"{self.alphabet}")
+
+    @property
+    def sep(self) -> int:
+        return self.alphabet
+
+    @property
+    def vocab_size(self) -> int:
+        return self.alphabet + 1 + 2 * self.max_shift
+
+    @property
+    def seq_len(self) -> int:
+        """Length of every (left-padded) input sequence."""
+        return self.max_len + 4 * self.queries_per_sequence - 1
+
+    def shift_token(self, s: int) -> int:
+        if s == 0 or abs(s) > self.max_shift:
+            raise ValueError(f"shift must be in [-{self.max_shift}, {self.max_shift}] \\ {{0}}, got {s}")
+        return self.alphabet + 1 + (s + self.max_shift if s < 0 else s + self.max_shift - 1)
+
+    def sample(self, n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """n examples -> (inputs (n, seq_len) long, targets (n, seq_len) long with -100 except at answers)."""
+        if not isinstance(n, int) or n < 1:
+            raise ValueError(f"n must be a positive int, got {n!r}")
+        rng = np.random.default_rng(seed)
+        T = self.seq_len
+        x = np.full((n, T), self.sep, dtype=np.int64)
+        y = np.full((n, T), IGNORE, dtype=np.int64)
+        for row in range(n):
+            L = int(rng.integers(self.min_len, self.max_len + 1))
+            chars = rng.permutation(self.alphabet)[:L]
+            seq: list[int] = list(chars)
+            answers: list[tuple[int, int]] = []
+            for qi in range(self.queries_per_sequence):
+                i = int(rng.integers(L))
+                while True:
+                    s = int(rng.integers(1, self.max_shift + 1)) * (1 if rng.random() < 0.5 else -1)
+                    if 0 <= i + s < L:
+                        break
+                seq += [self.sep, int(chars[i]), self.shift_token(s)]
+                answers.append((len(seq) - 1, int(chars[i + s])))
+                if qi < self.queries_per_sequence - 1:
+                    seq.append(int(chars[i + s]))
+            pad = T - len(seq)
+            x[row, pad:] = seq
+            for pos, tgt in answers:
+                y[row, pad + pos] = tgt
+        return torch.from_numpy(x), torch.from_numpy(y)
+
+    def test_set(self, n: int = 1000) -> tuple[torch.Tensor, torch.Tensor]:
+        """The fixed test set (seed 999, spec 6C)."""
+        return self.sample(n, seed=999)
+
+
+def indexing_loss(model, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy on the answer positions only (targets != -100)."""
+    logits = lm_logits(model, x)
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), y.reshape(-1), ignore_index=IGNORE)
+
+
+@torch.no_grad()
+def indexing_accuracy(model, x: torch.Tensor, y: torch.Tensor, batch_size: int = 500) -> float:
+    """Accuracy of the *final* answer of every sequence (the paper's metric), in [0, 1]."""
+    was = model.training
+    model.eval()
+    correct = 0
+    for i in range(0, len(x), batch_size):
+        logits = lm_logits(model, x[i:i + batch_size])
+        correct += int((logits[:, -1].argmax(-1) == y[i:i + batch_size, -1]).sum())
+    model.train(was)
+    return correct / len(x)
+
+
+@torch.no_grad()
+def length_extrapolation_eval(model, data: torch.Tensor, lengths: list[int] | tuple[int, ...], *,
+                              n_windows: int = 40, batch_size: int = 8) -> dict[int, float]:
+    """Mean next-token loss (nats/token) at each evaluation length, zero-shot.
+
+    Args:
+        model: a TinyLM / TinyDecoder or HF causal LM (positions 0..T-1, causal, no interpolation).
+        data: 1-D token stream (the validation split).
+        lengths: context lengths T to evaluate (e.g. [64, 256, 512]).
+        n_windows: non-overlapping windows of T + 1 tokens taken from the start of `data`; the model reads the
+            first T (positions 0..T-1) and the loss averages all T next-token predictions (spec 6A / 9).
+    Returns:
+        {T: loss}.
+    """
+    if data.ndim != 1:
+        raise ValueError(f"data must be a 1-D token stream, got shape {tuple(data.shape)}")
+    if not lengths or any(int(t) < 2 for t in lengths):
+        raise ValueError(f"lengths must be a non-empty list of ints >= 2, got {lengths!r}")
+    was = model.training
+    model.eval()
+    out: dict[int, float] = {}
+    for T in lengths:
+        windows = fixed_windows(data, n_windows, int(T) + 1)  # T inputs, T predictions
+        total, count = 0.0, 0
+        for i in range(0, n_windows, batch_size):
+            b = windows[i:i + batch_size]
+            logits = lm_logits(model, b[:, :-1])
+            total += float(F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), b[:, 1:].reshape(-1),
+                                           reduction="sum"))
+            count += b[:, 1:].numel()
+        out[int(T)] = total / count
+    model.train(was)
+    return out
