@@ -145,8 +145,11 @@ def cmd_list(args) -> int:
 
     root = runs_root(args.out)
     table = Table(title="icml26 papers")
-    for col in ("slug", "title", "arXiv", "implemented", "last result"):
-        table.add_column(col, overflow="fold")
+    table.add_column("slug", no_wrap=True, min_width=19)
+    table.add_column("title", overflow="fold", ratio=3)
+    table.add_column("arXiv", no_wrap=True, min_width=10)
+    table.add_column("impl.", no_wrap=True)
+    table.add_column("last result", overflow="fold", ratio=1)
     for p in PAPERS.values():
         last = ""
         for scale in ("small", "paper", "smoke"):
@@ -159,8 +162,7 @@ def cmd_list(args) -> int:
                 except Exception:  # noqa: BLE001 - a corrupt file should not break listing
                     last = f"{scale}: unreadable result"
                 break
-        title = p.title if len(p.title) <= 60 else p.title[:57] + "..."
-        table.add_row(p.slug, title, p.arxiv, "yes" if p.is_implemented() else "no", last)
+        table.add_row(p.slug, p.title, p.arxiv, "yes" if p.is_implemented() else "no", last)
     _console().print(table)
     return 0
 

@@ -7,6 +7,8 @@ Nothing paper-specific beyond these facts lives here, and importing this module 
 from __future__ import annotations
 
 import importlib
+import json
+import os
 import importlib.util
 from dataclasses import dataclass
 from types import ModuleType
@@ -92,6 +94,26 @@ PAPERS: dict[str, Paper] = {
               "verbalization"),
     ]
 }
+
+
+def _register_extra_papers() -> None:
+    """Papers outside this package (your own reproductions, or test fixtures) can join the CLI and the report:
+    set `ICML26_EXTRA_PAPERS` to a JSON list of {"slug", "title", "arxiv", "package"} objects, where `package`
+    is an importable package with an `experiment` module following the icml26 contract."""
+    raw = os.environ.get("ICML26_EXTRA_PAPERS")
+    if not raw:
+        return
+    try:
+        entries = json.loads(raw)
+        for e in entries:
+            PAPERS[e["slug"]] = Paper(e["slug"], e.get("title", e["slug"]), e.get("arxiv", "n/a"),
+                                      e.get("extra"), e["package"])
+    except (json.JSONDecodeError, KeyError, TypeError) as err:
+        raise ValueError(f"ICML26_EXTRA_PAPERS must be a JSON list of objects with 'slug' and 'package': {err}") \
+            from None
+
+
+_register_extra_papers()
 
 
 def get_paper(slug: str) -> Paper:

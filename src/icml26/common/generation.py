@@ -19,6 +19,14 @@ def is_hf_model(model) -> bool:
     return hasattr(model, "config") and hasattr(model, "generate") and not isinstance(model, TinyLM)
 
 
+def _hf_cache_kwarg(model) -> str:
+    """transformers >= 5 names the KV-cache argument `cache`; older releases `past_key_values`."""
+    import inspect
+
+    params = inspect.signature(model.forward).parameters
+    return "cache" if "cache" in params else "past_key_values"
+
+
 def _device(model) -> torch.device:
     return next(model.parameters()).device
 
@@ -106,14 +114,16 @@ def generate(
     done = torch.zeros(B, dtype=torch.bool, device=dev)
     hf = is_hf_model(model)
     state = None if hf else KVCache.empty(model.config.n_layers)
+    cache_kw = _hf_cache_kwarg(model) if hf else ""
     step_ids = ids
     try:
         for _ in range(max_new_tokens):
             if hf:
                 positions = (mask.cumsum(-1) - 1).clamp_min(0)[:, -step_ids.shape[1]:]
                 res = model(input_ids=step_ids, attention_mask=mask, position_ids=positions,
-                            past_key_values=state, use_cache=True)
-                logits, state = res.logits[:, -1], res.past_key_values
+                            use_cache=True, **{cache_kw: state})
+                logits = res.logits[:, -1]
+                state = getattr(res, "past_key_values", None) or getattr(res, "cache", None)
             else:
                 logits = model(step_ids, attention_mask=mask, cache=state)[:, -1]
             nxt = sample_next(logits, temperature, top_k, generator)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+from concurrent.futures import ProcessPoolExecutor
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -21,9 +22,15 @@ def _init_worker() -> None:
     os.environ["OMP_NUM_THREADS"] = "1"
 
 
-def _call(args: tuple[Callable[..., Any], dict[str, Any]]) -> Any:
-    fn, kwargs = args
+def _call(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
     return fn(**kwargs)
+
+
+def torch_threads(**_: Any) -> int:
+    """The torch intra-op thread count of the calling process (a probe for checking worker setup)."""
+    import torch
+
+    return torch.get_num_threads()
 
 
 def default_workers() -> int:
@@ -70,12 +77,16 @@ def run_parallel(
         finally:
             torch.set_num_threads(old)
             bar.close()
-    ctx = mp.get_context("spawn")  # fork after torch has started threads can deadlock
+    # spawn: fork after torch has started threads can deadlock. A worker that dies raises BrokenProcessPool
+    # here instead of hanging the run.
+    ctx = mp.get_context("spawn")
     results: list[Any] = [None] * len(jobs)
-    with ctx.Pool(min(workers, len(jobs)), initializer=_init_worker) as pool:
-        it = pool.imap(_call, [(fn, job) for job in jobs])
-        for i, r in enumerate(it):
-            results[i] = r
+    with ProcessPoolExecutor(min(workers, len(jobs)), mp_context=ctx, initializer=_init_worker) as pool:
+        futures = {pool.submit(_call, fn, job): i for i, job in enumerate(jobs)}
+        from concurrent.futures import as_completed
+
+        for fut in as_completed(futures):
+            results[futures[fut]] = fut.result()
             bar.update()
     bar.close()
     return results

@@ -97,7 +97,7 @@ def train_lm(
         if sched is not None:
             sched.step()
         hist.steps.append(step + 1)
-        hist.train_loss.append(float(loss))
+        hist.train_loss.append(float(loss.detach()))
         if eval_windows is not None and eval_every and ((step + 1) % eval_every == 0 or step + 1 == steps):
             hist.eval_steps.append(step + 1)
             hist.eval_loss.append(evaluate_loss(model, eval_windows))
