@@ -1,0 +1,376 @@
+"""Reproduction of spec section 6 (CPU) and the paper-scale configuration (section 7).
+
+Instance families (seeds seed..seed+n_seeds-1; each seed draws its own market):
+  E1 finite gap (Delta >= 0.1), E2 gap dependence (Delta >= 0.06 vs >= 0.2), E3 continuous (sphere),
+  E4 adversarial (near-tie + subspace switch). Every (instance, policy, seed) is one job; jobs run as parallel
+  single-thread processes (`icml26.common.run_parallel`), or with joblib / Ray for large sweeps
+  (``backend``). Each job returns a compact summary (curves at log-spaced checkpoints), not the whole trace.
+
+Claims (spec section 6): C1 poly-log regret, C2 adaptivity vs ETC(300), C3 instance dependence of refine rounds,
+C4 adversarial sublinearity of the instability regret; reported, not gated: E3 growth exponents and the
+Greedy/Optimistic vs Adaptive comparison. Deviation (stated in the claims): the welfare gap sum_i R_i(T) can be
+negative (unstable matchings can over-serve players; spec pitfall), so C1's ratio is taken on absolute values and
+C2 is also checked on the absolute stable regret sum_t sum_i |r_{t,i}|, which cannot be negative.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from icml26.common import run_parallel
+from icml26.common.plotting import new_figure
+from icml26.matching_bandits.data import make_market, make_policy
+from icml26.matching_bandits.simulation import fit_growth_exponent, simulate
+from icml26.results import Claim, Result
+
+SLUG = "matching_bandits"
+ALL = ["adaptive", "optimistic", "greedy", "etc20", "etc300", "random", "oracle"]
+_MARKET = {"n_players": 3, "n_arms": 4, "dim": 3, "n_prototypes": 6, "noise": 0.2}
+
+
+def _instances(T: int, period: int) -> dict[str, dict[str, Any]]:
+    return {
+        "E1": {**_MARKET, "contexts": "finite", "min_gap": 0.1, "policies": ALL},
+        "E2_gap0.06": {**_MARKET, "contexts": "finite", "min_gap": 0.06, "policies": ["adaptive", "optimistic"]},
+        "E2_gap0.2": {**_MARKET, "contexts": "finite", "min_gap": 0.2, "policies": ["adaptive", "optimistic"]},
+        "E3": {**_MARKET, "contexts": "sphere", "policies": ALL},
+        "E4": {**_MARKET, "contexts": "adversarial", "period": period, "eps": 0.01, "spread": 0.3,
+               "policies": ALL},
+    }
+
+
+def _paper_instances() -> dict[str, dict[str, Any]]:
+    big = {"n_players": 50, "n_arms": 75, "dim": 20, "noise": 0.2}
+    pol = ["adaptive", "optimistic", "greedy", "etc300", "etc2000", "random", "oracle"]
+    out: dict[str, dict[str, Any]] = {}
+    for g in (0.005, 0.01, 0.02, 0.04):  # gap sweep on a log grid (rejection sampling limits Delta at this size)
+        out[f"E2_gap{g}"] = {"n_players": 10, "n_arms": 12, "dim": 10, "n_prototypes": 16, "noise": 0.2,
+                             "contexts": "finite", "min_gap": g, "policies": ["adaptive", "optimistic", "greedy"]}
+    for bench in ("players", "arms"):
+        sfx = "" if bench == "players" else "_pessimal"
+        out["E1" + sfx] = {"n_players": 10, "n_arms": 12, "dim": 10, "n_prototypes": 16, "noise": 0.2,
+                           "contexts": "finite", "min_gap": 0.01, "benchmark": bench, "policies": pol}
+        out["E3" + sfx] = {**big, "contexts": "sphere", "benchmark": bench, "policies": pol}
+        out["E4" + sfx] = {**big, "contexts": "adversarial", "period": 25_000, "eps": 0.01, "spread": 0.3,
+                           "benchmark": bench, "policies": pol}
+    return out
+
+
+CONFIGS: dict[str, dict[str, Any]] = {
+    "smoke": {"seed": 0, "n_seeds": 2, "T": 400, "beta_scale": 0.5, "lam": 1.0, "workers": 1,
+              "backend": "processes", "instances": _instances(400, 100)},
+    "small": {"seed": 0, "n_seeds": 5, "T": 8000, "beta_scale": 0.5, "lam": 1.0, "workers": 2,
+              "backend": "processes", "instances": _instances(8000, 2000)},
+    # Spec section 7: N up to 50, K = 1.5 N, d = 20, T = 1e5, 50 seeds, theory radius c_beta = 1, gap sweep on a log
+    # grid, player- and arm-optimal benchmarks. Not run in CI; CPU-bound (no GPU needed); use backend "ray" or
+    # "joblib" on a many-core machine.
+    "paper": {"seed": 0, "n_seeds": 50, "T": 100_000, "beta_scale": 1.0, "lam": 1.0, "workers": 0,
+              "backend": "joblib", "instances": _paper_instances()},
+}
+
+
+# ---------------------------------------------------------------------------------------------- one job
+def _checkpoints(T: int) -> np.ndarray:
+    grid = np.geomspace(min(10, T), T, 40).astype(np.int64)
+    extra = [max(1, T // 8), max(1, T // 4), max(1, T // 2), T]
+    return np.unique(np.concatenate([grid, extra]))
+
+
+def run_job(instance: str, spec: dict[str, Any], policy: str, seed: int, T: int, beta_scale: float,
+            lam: float) -> dict[str, Any]:
+    """Simulate one (instance, policy, seed); returns curves at `_checkpoints(T)` and scalars (module-level so
+    that process pools can pickle it)."""
+    env = make_market(spec, seed)
+    pol = make_policy(policy, env, beta_scale=beta_scale, lam=lam)
+    t0 = time.perf_counter()
+    tr = simulate(env, pol, T, seed=seed)
+    wall = time.perf_counter() - t0
+    cps = _checkpoints(T)
+    reg = tr.cumulative_regret()
+    late = tr.refined[T - T // 4:]
+    return {
+        "instance": instance, "policy": policy, "seed": seed, "T": T, "wall_s": wall,
+        "min_gap": env.min_gap, "checkpoints": cps.tolist(),
+        "sum_regret": reg[cps - 1].tolist(),
+        "max_regret": tr.max_player_regret()[cps - 1].tolist(),
+        "abs_regret": np.cumsum(np.abs(tr.stable_regret).sum(axis=1))[cps - 1].tolist(),
+        "instability": tr.cumulative_instability()[cps - 1].tolist(),
+        "n_refine_curve": np.cumsum(tr.refined)[cps - 1].tolist(),
+        "n_refine": int(tr.refined.sum()), "n_refine_last_quarter": int(late.sum()), "last_quarter_rounds": late.size,
+        "mismatch_rounds": int(np.any(tr.matches != tr.benchmark, axis=1).sum()),
+    }
+
+
+def _execute(jobs: list[dict[str, Any]], backend: str, workers: int) -> list[dict[str, Any]]:
+    if backend == "processes":
+        return run_parallel(run_job, jobs, workers=workers or None, desc=f"{SLUG}: {len(jobs)} runs")
+    if backend == "joblib":
+        from joblib import Parallel, delayed
+
+        return Parallel(n_jobs=workers or -1, verbose=5)(delayed(run_job)(**j) for j in jobs)
+    if backend == "ray":
+        import ray
+
+        if not ray.is_initialized():
+            ray.init()
+        remote = ray.remote(num_cpus=1)(run_job)
+        return ray.get([remote.remote(**j) for j in jobs])
+    raise ValueError(f"backend must be 'processes', 'joblib' or 'ray', got {backend!r}")
+
+
+# ---------------------------------------------------------------------------------------------- analysis
+def _at(summary: dict[str, Any], key: str, t: int) -> float:
+    return float(summary[key][summary["checkpoints"].index(t)])
+
+
+def _slope(T_pts: list[int], vals: list[float]) -> float:
+    vals = np.asarray(vals, dtype=float)
+    if np.any(vals <= 0):
+        return float("nan")
+    return fit_growth_exponent(T_pts, vals)
+
+
+def _median_curve(runs: list[dict[str, Any]], key: str) -> np.ndarray:
+    return np.median(np.asarray([r[key] for r in runs], dtype=float), axis=0)
+
+
+def _claims(by: dict[tuple[str, str], list[dict[str, Any]]], T: int) -> tuple[list[Claim], dict[str, Any]]:
+    claims: list[Claim] = []
+    metrics: dict[str, Any] = {}
+    half, quarter, eighth = T // 2, T // 4, T // 8
+
+    def med(inst, pol, key, t=T):
+        return float(np.median([_at(r, key, t) for r in by[(inst, pol)]]))
+
+    # ---- C1 poly-log regret on E1
+    if ("E1", "adaptive") in by and ("E1", "random") in by:
+        ad = by[("E1", "adaptive")]
+        incs = [abs(_at(r, "sum_regret", T) - _at(r, "sum_regret", half)) for r in ad]
+        tots = [abs(_at(r, "sum_regret", T)) for r in ad]
+        flat = [i <= 0.10 * t for i, t in zip(incs, tots)]
+        late = sum(r["n_refine_last_quarter"] for r in ad) / sum(r["last_quarter_rounds"] for r in ad)
+        rnd = by[("E1", "random")]
+        r_inc = float(np.median([_at(r, "sum_regret", T) - _at(r, "sum_regret", half) for r in rnd]))
+        r_tot = med("E1", "random", "sum_regret")
+        held = sum(flat) >= int(np.ceil(0.8 * len(ad))) and late <= 0.01 and r_inc >= 0.40 * r_tot
+        claims.append(Claim(
+            "C1", "In a finite-gap market the adaptive algorithm stops refining and its stable regret flattens "
+                  "(poly-log), while random matching's grows linearly.",
+            "E1: per-seed |R(T)-R(T/2)|/|R(T)| of Adaptive; pooled refine fraction in the last quarter; Random's "
+            "median (R(T)-R(T/2))/R(T)",
+            {"adaptive_seeds_flat": int(sum(flat)), "n_seeds": len(ad),
+             "adaptive_late_increment_ratio_median": float(np.median([i / max(t, 1e-12) for i, t in zip(incs, tots)])),
+             "adaptive_late_refine_fraction": late, "random_second_half_ratio": r_inc / r_tot},
+            "Adaptive |R(T)-R(T/2)| <= 0.10 |R(T)| on >= 4 of 5 seeds, late refine fraction <= 0.01, "
+            "Random (R(T)-R(T/2)) >= 0.40 R(T)", held,
+            details=f"Adaptive R(T) per seed {[round(_at(r, 'sum_regret', T), 1) for r in ad]}, R(T/2) "
+                    f"{[round(_at(r, 'sum_regret', half), 1) for r in ad]}, refine rounds "
+                    f"{[r['n_refine'] for r in ad]}; |.| because sum_i R_i can be negative (spec pitfall)."))
+
+    # ---- C2 adaptivity vs a mis-sized ETC
+    if ("E1", "adaptive") in by and ("E1", "etc300") in by:
+        a, e = med("E1", "adaptive", "sum_regret"), med("E1", "etc300", "sum_regret")
+        aa, ea = med("E1", "adaptive", "abs_regret"), med("E1", "etc300", "abs_regret")
+        held = a <= 0.35 * e and aa <= 0.35 * ea
+        claims.append(Claim(
+            "C2", "Without knowing the gap or the horizon, the adaptive algorithm beats explore-then-commit with a "
+                  "mis-sized exploration length.",
+            "E1: median R(T) of Adaptive / median R(T) of ETC(T0=300); same for the absolute stable regret",
+            {"ratio_sum_regret": a / e, "ratio_abs_regret": aa / ea, "adaptive_R": a, "etc300_R": e,
+             "adaptive_abs": aa, "etc300_abs": ea},
+            "both ratios <= 0.35", held,
+            details="ETC(20) median R(T) = %.1f (a well-sized ETC is strong; it needs Delta and T to size T0)."
+                    % med("E1", "etc20", "sum_regret") if ("E1", "etc20") in by else ""))
+
+    # ---- C3 instance dependence
+    if ("E2_gap0.06", "adaptive") in by and ("E2_gap0.2", "adaptive") in by:
+        lo, hi = by[("E2_gap0.06", "adaptive")], by[("E2_gap0.2", "adaptive")]
+        n_lo = float(np.median([r["n_refine"] for r in lo]))
+        n_hi = float(np.median([r["n_refine"] for r in hi]))
+        claims.append(Claim(
+            "C3", "The regret/refinement cost is governed by the minimum preference gap: a larger gap needs fewer "
+                  "refine rounds.",
+            "E2: median refine rounds of Adaptive at Delta>=0.2 / at Delta>=0.06",
+            {"ratio": n_hi / max(n_lo, 1e-12), "n_refine_gap0.06": n_lo, "n_refine_gap0.2": n_hi,
+             "realised_gap_0.06": float(np.median([r["min_gap"] for r in lo])),
+             "realised_gap_0.2": float(np.median([r["min_gap"] for r in hi])),
+             "R_gap0.06": med("E2_gap0.06", "adaptive", "sum_regret"),
+             "R_gap0.2": med("E2_gap0.2", "adaptive", "sum_regret")},
+            "ratio <= 0.6", n_hi <= 0.6 * n_lo,
+            details=f"refine rounds per seed: gap0.06 {[r['n_refine'] for r in lo]} (Delta "
+                    f"{[round(r['min_gap'], 3) for r in lo]}), gap0.2 {[r['n_refine'] for r in hi]} (Delta "
+                    f"{[round(r['min_gap'], 3) for r in hi]})"))
+
+    # ---- C4 adversarial
+    if all(("E4", p) in by for p in ("optimistic", "random", "etc300")):
+        pts = [quarter, half, T]
+
+        def expo(pol):
+            c = by[("E4", pol)]
+            return _slope(pts, [float(np.median([_at(r, "instability", t) for r in c])) for t in pts])
+
+        eo, er = expo("optimistic"), expo("random")
+        etc_tot = med("E4", "etc300", "instability")
+        etc_half = float(np.median([_at(r, "instability", T) - _at(r, "instability", half)
+                                    for r in by[("E4", "etc300")]]))
+        held = eo <= 0.8 and er >= 0.95 and etc_half >= 0.25 * etc_tot
+        claims.append(Claim(
+            "C4", "Under adversarial contexts the optimistic algorithm's instability regret grows sublinearly, "
+                  "while random matching is linear and a frozen ETC keeps accumulating instability after a switch.",
+            "E4: log-log slope of the median instability regret I(t) over t in {T/4, T/2, T}; ETC(300)'s "
+            "second-half increment / total",
+            {"optimistic_exponent": eo, "random_exponent": er, "etc300_second_half_share": etc_half / etc_tot,
+             "optimistic_I": [float(np.median([_at(r, "instability", t) for r in by[("E4", "optimistic")]]))
+                              for t in (eighth, quarter, half, T)],
+             "etc300_I": [float(np.median([_at(r, "instability", t) for r in by[("E4", "etc300")]]))
+                          for t in (eighth, quarter, half, T)]},
+            "Optimistic exponent <= 0.8, Random exponent >= 0.95, ETC(300) second-half share >= 0.25", held))
+
+    # ---- report-only: E3 growth exponents and the baselines' strength
+    if any(k[0] == "E3" for k in by):
+        ex = {}
+        for (inst, pol), runs in by.items():
+            if inst != "E3" or pol == "oracle":
+                continue
+            pts = [eighth, quarter, half, T]
+            ex[pol] = _slope(pts, [float(np.median([_at(r, "sum_regret", t) for r in runs])) for t in pts])
+        claims.append(Claim(
+            "E3", "With continuous contexts (no gap) the regret is O~(sqrt T) (instance-independent regime).",
+            "E3: log-log slope of the median R(t) over t in {T/8, T/4, T/2, T} per policy (nan if <= 0)",
+            ex, "Adaptive exponent about 0.5 (report only; noisy at this scale)",
+            bool(np.isfinite(ex.get("adaptive", np.nan)) and ex["adaptive"] <= 0.75), gate=False,
+            details="R(T) medians: " + ", ".join(f"{p}={med('E3', p, 'sum_regret'):.1f}" for p in ex)))
+    comp = {}
+    for inst in ("E1", "E3", "E4"):
+        for pol in ("adaptive", "optimistic", "greedy"):
+            if (inst, pol) in by:
+                comp[f"{inst}_{pol}_R"] = med(inst, pol, "sum_regret")
+                comp[f"{inst}_{pol}_abs"] = med(inst, pol, "abs_regret")
+    if comp:
+        greedy_best = all(comp.get(f"{i}_greedy_abs", np.inf) <= comp.get(f"{i}_adaptive_abs", -np.inf)
+                          for i in ("E1", "E3") if f"{i}_greedy_abs" in comp)
+        claims.append(Claim(
+            "G", "Greedy GS (no exploration bonus) is very strong under diverse contexts; the paper's value is the "
+                 "guarantee (gap-adaptivity, no linear failure), not the best constant.",
+            "median R(T) and absolute regret of Adaptive / Optimistic / Greedy per family",
+            comp, "report only: held = Greedy's absolute regret <= Adaptive's on E1 and E3", greedy_best, gate=False))
+    return claims, metrics
+
+
+# ---------------------------------------------------------------------------------------------- figures
+_LABEL = {"adaptive": "AdaptiveCertifiedGS", "adaptive_opt": "Adaptive (opt. refine)", "optimistic": "OptimisticGS",
+          "greedy": "GreedyGS", "etc20": "ETC(20)", "etc300": "ETC(300)", "etc2000": "ETC(2000)",
+          "random": "Random", "oracle": "Oracle"}
+
+
+def _figures(result: Result, by: dict[tuple[str, str], list[dict[str, Any]]]) -> None:
+    fams = [f for f in ("E1", "E3", "E4") if any(k[0] == f for k in by)]
+    if fams:
+        fig, axes = new_figure(ncols=len(fams), width=4.6)
+        axes = np.asarray(axes).ravel()
+        for ax, fam in zip(axes, fams):
+            for (inst, pol), runs in by.items():
+                if inst != fam or pol == "oracle":
+                    continue
+                cps = np.asarray(runs[0]["checkpoints"])
+                ax.plot(cps, _median_curve(runs, "sum_regret"), label=_LABEL.get(pol, pol))
+            ax.set_xscale("log")
+            ax.set_yscale("symlog", linthresh=1.0)
+            ax.set_title(f"{fam}: cumulative stable regret (median)")
+            ax.set_xlabel("round t")
+        axes[0].set_ylabel(r"$\sum_i R_i(t)$ (symlog)")
+        axes[0].legend(fontsize=7)
+        result.add_figure("regret_vs_T", fig)
+    if any(k[0] == "E4" for k in by):
+        fig, ax = new_figure()
+        for (inst, pol), runs in by.items():
+            if inst == "E4" and pol != "oracle":
+                cps = np.asarray(runs[0]["checkpoints"])
+                ax.plot(cps, np.maximum(_median_curve(runs, "instability"), 1e-3), label=_LABEL.get(pol, pol))
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("round t")
+        ax.set_ylabel("instability regret I(t) (median)")
+        ax.set_title("E4 adversarial contexts")
+        ax.legend(fontsize=7)
+        result.add_figure("instability_adversarial", fig)
+    gaps = sorted(k[0] for k in by if k[0].startswith("E2") and k[1] == "adaptive")
+    if gaps:
+        fig, ax = new_figure()
+        for g in gaps:
+            runs = by[(g, "adaptive")]
+            cps = np.asarray(runs[0]["checkpoints"])
+            ax.plot(cps, _median_curve(runs, "n_refine_curve"), label=f"{g} (median Delta "
+                    f"{np.median([r['min_gap'] for r in runs]):.3f})")
+        ax.set_xscale("log")
+        ax.set_xlabel("round t")
+        ax.set_ylabel("refine rounds so far (median)")
+        ax.set_title("E2: AdaptiveCertifiedGS refine rounds vs gap")
+        ax.legend(fontsize=7)
+        result.add_figure("refine_rounds_vs_gap", fig)
+
+
+# ---------------------------------------------------------------------------------------------- run
+def _check_config(config: dict[str, Any]) -> None:
+    for key in ("seed", "n_seeds", "T", "beta_scale", "lam", "workers", "backend", "instances"):
+        if key not in config:
+            raise ValueError(f"config is missing '{key}'")
+    if int(config["n_seeds"]) < 1:
+        raise ValueError(f"n_seeds must be >= 1, got {config['n_seeds']}")
+    if int(config["T"]) < 8:
+        raise ValueError(f"T must be >= 8, got {config['T']}")
+
+
+def run(config: dict[str, Any]) -> Result:
+    """Run every (instance, policy, seed) of the config, compute the claims, attach figures."""
+    _check_config(config)
+    t_start = time.perf_counter()
+    T = int(config["T"])
+    seeds = [int(config["seed"]) + s for s in range(int(config["n_seeds"]))]
+    jobs = []
+    for name, spec in config["instances"].items():
+        for pol in spec["policies"]:
+            for s in seeds:
+                jobs.append({"instance": name, "spec": spec, "policy": pol, "seed": s, "T": T,
+                             "beta_scale": float(config["beta_scale"]), "lam": float(config["lam"])})
+    # heavy jobs first so that the process pool stays balanced
+    cost = {"adaptive": 3, "adaptive_opt": 3, "optimistic": 2, "greedy": 1.5}
+    order = sorted(range(len(jobs)), key=lambda k: -cost.get(jobs[k]["policy"], 1))
+    done = _execute([jobs[k] for k in order], config["backend"], int(config["workers"]))
+    out: list[dict[str, Any]] = [None] * len(jobs)  # type: ignore[list-item]
+    for k, r in zip(order, done):
+        out[k] = r
+    by: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in out:
+        by.setdefault((r["instance"], r["policy"]), []).append(r)
+
+    claims, metrics = _claims(by, T)
+    checkpoints = {"T/8": T // 8, "T/4": T // 4, "T/2": T // 2, "T": T}
+    table = {}
+    for (inst, pol), runs in by.items():
+        row = {}
+        for lab, t in checkpoints.items():
+            row[f"R({lab})"] = float(np.median([_at(r, "sum_regret", t) for r in runs]))
+        row["maxR(T)"] = float(np.median([_at(r, "max_regret", T) for r in runs]))
+        row["absR(T)"] = float(np.median([_at(r, "abs_regret", T) for r in runs]))
+        row["I(T/4)"] = float(np.median([_at(r, "instability", T // 4) for r in runs]))
+        row["I(T)"] = float(np.median([_at(r, "instability", T) for r in runs]))
+        row["n_refine"] = float(np.median([r["n_refine"] for r in runs]))
+        row["mismatch_rounds"] = float(np.median([r["mismatch_rounds"] for r in runs]))
+        row["rounds_per_s"] = float(np.median([r["T"] / r["wall_s"] for r in runs]))
+        table[f"{inst}/{pol}"] = row
+    metrics["median_over_seeds"] = table
+    metrics["realised_min_gap"] = {inst: [r["min_gap"] for r in runs] for (inst, pol), runs in by.items()
+                                   if pol == "adaptive" and runs[0]["min_gap"] is not None}
+    metrics["per_seed_R_T"] = {f"{i}/{p}": [round(_at(r, "sum_regret", T), 3) for r in runs]
+                               for (i, p), runs in by.items()}
+    result = Result(slug=SLUG, scale=config["scale"], config=config, metrics=metrics, claims=claims,
+                    notes=("Reconstruction [R] of the paper's algorithms from its abstract (full text unavailable). "
+                           f"Claim checks use c_beta = {config['beta_scale']} and sigma as in each instance. "
+                           "R = sum_i stable regret vs the player-optimal stable matching (can be negative)."))
+    _figures(result, by)
+    result.runtime_s = time.perf_counter() - t_start
+    return result

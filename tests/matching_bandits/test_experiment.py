@@ -1,0 +1,29 @@
+"""Smoke run of the reproduction: structure of the Result and computed claims."""
+
+import copy
+
+from icml26.matching_bandits import experiment
+from icml26.results import Result
+
+
+def test_smoke_run_structure():
+    cfg = copy.deepcopy(experiment.CONFIGS["smoke"])
+    cfg["scale"] = "smoke"
+    res = experiment.run(cfg)
+    assert isinstance(res, Result) and res.slug == "matching_bandits"
+    ids = [c.id for c in res.claims]
+    assert ids == ["C1", "C2", "C3", "C4", "E3", "G"]
+    assert all(c.gate for c in res.claims[:4]) and not any(c.gate for c in res.claims[4:])
+    for c in res.claims:
+        assert isinstance(c.held, bool) and c.measured
+    table = res.metrics["median_over_seeds"]
+    assert table["E1/oracle"]["R(T)"] == 0.0 and table["E1/oracle"]["I(T)"] == 0.0
+    assert table["E1/random"]["R(T)"] > 0
+    assert set(res._pending_figures) == {"regret_vs_T", "instability_adversarial", "refine_rounds_vs_gap"}
+
+
+def test_configs_contract():
+    for scale, cfg in experiment.CONFIGS.items():
+        assert isinstance(cfg["seed"], int)
+        for name, spec in cfg["instances"].items():
+            assert spec["policies"], name
