@@ -1,0 +1,86 @@
+"""Reusable pieces of the reproduction (model, data, loop with a HF model) and one smoke run of the experiment."""
+
+import copy
+import math
+
+import pytest
+import torch
+
+from icml26.gradpower import AdamWPower, TinyLlama, pretrain, wsd
+from icml26.gradpower.data import load_corpus, make_splits, stdlib_bytes
+from icml26.results import Result
+
+
+def test_tinyllama_is_the_spec_model():
+    m = TinyLlama(256, 32, 2, 4, 64, d_ff=80)
+    cfg = m.config
+    assert (cfg.mlp, cfg.pos, cfg.norm, cfg.bias, cfg.tie_embeddings) == ("swiglu", "rope", "rmsnorm", False, False)
+    assert not any(n.endswith("bias") for n, _ in m.named_parameters())
+    assert isinstance(m.norm, torch.nn.RMSNorm)
+    assert m.num_params() == 2 * 256 * 32 + 2 * (4 * 32 * 32 + 3 * 32 * 80 + 2 * 32) + 32 == 40096
+    assert m(torch.randint(0, 256, (2, 64))).shape == (2, 64, 256)
+
+
+def test_corpus_is_deterministic_and_split_as_specified():
+    data = stdlib_bytes(100_000)
+    assert len(data) == 100_000 and data == stdlib_bytes(100_000)
+    c = load_corpus(100_000, n_val_windows=16, window=65)
+    assert c.train.shape == (90_000,) and c.val_windows.shape == (16, 65)
+    tokens = torch.frombuffer(bytearray(data), dtype=torch.uint8).long()
+    assert torch.equal(c.val_windows[1], tokens[90_000 + 65: 90_000 + 130])
+    with pytest.raises(ValueError, match="1-D"):
+        make_splits(torch.zeros(3, 3, dtype=torch.long))
+
+
+def test_pretrain_paired_design_and_grad_accum():
+    c = make_splits(torch.randint(0, 64, (5000,), generator=torch.Generator().manual_seed(0)), n_val_windows=4,
+                    window=17)
+
+    def run(factory, accum=1, bs=8):
+        torch.manual_seed(0)
+        m = TinyLlama(64, 16, 1, 2, 16, d_ff=32)
+        r = pretrain(m, factory, c.train, steps=6, batch_size=bs, ctx=16, grad_accum=accum,
+                     scheduler_factory=lambda o: wsd(o, 6, 0.0, 0.5, 0.0), generator=torch.Generator().manual_seed(1),
+                     val_windows=c.val_windows, eval_every=3)
+        return m, r
+
+    m1, r1 = run(lambda m: AdamWPower(m.parameters(), lr=1e-2, power=1.0))
+    m2, r2 = run(lambda m: torch.optim.AdamW(m.parameters(), lr=1e-2))
+    assert r1.eval_steps == [3, 6] and r1.val_loss == r2.val_loss  # same init + batches -> identical at p = 1
+    assert r1.lr == pytest.approx([1e-2, 1e-2, 1e-2, 1e-2, 2/3 * 1e-2, 1/3 * 1e-2])
+    _, r3 = run(lambda m: AdamWPower(m.parameters(), lr=1e-2, power=1.2))
+    assert r3.val_loss != r1.val_loss
+    _, r4 = run(lambda m: AdamWPower(m.parameters(), lr=1e-2, power=1.2), accum=2, bs=4)
+    assert all(math.isfinite(v) for v in r4.val_loss) and len(r4.train_loss) == 6
+
+
+def test_pretrain_accepts_hf_model():
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.LlamaConfig(vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                                   num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=32)
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(cfg)
+    c = make_splits(torch.randint(0, 64, (4000,), generator=torch.Generator().manual_seed(0)), n_val_windows=4,
+                    window=17)
+    r = pretrain(model, lambda m: AdamWPower(m.parameters(), lr=1e-2), c.train, steps=4, batch_size=4, ctx=16,
+                 generator=torch.Generator().manual_seed(0), val_windows=c.val_windows, eval_every=2)
+    assert len(r.val_loss) == 2 and all(math.isfinite(v) for v in r.val_loss)
+
+
+def test_smoke_run_computes_claims():
+    from icml26.gradpower.experiment import CONFIGS, run
+
+    cfg = copy.deepcopy(CONFIGS["smoke"])
+    cfg.update(scale="smoke", ablation=True)
+    res = run(cfg)
+    assert isinstance(res, Result) and res.scale == "smoke"
+    ids = [c.id for c in res.claims]
+    assert ids == ["G", "P", "M", "A"]
+    assert [c.gate for c in res.claims] == [True, False, True, False]
+    g = res.claims[0]
+    d = res.metrics["delta_per_seed"]["0"] if "0" in res.metrics["delta_per_seed"] else res.metrics["delta_per_seed"][0]
+    assert g.measured["mean_d"] == pytest.approx(d)
+    assert g.held == (g.measured["mean_d"] >= -0.005 and g.measured["min_d"] >= -0.015)
+    assert res.claims[2].held  # the mechanism is exact maths: it holds at every scale
+    assert set(res._pending_figures) == {"val_loss_curves", "drift_vs_p"}
+    assert len(res.metrics["curves"]["adamw_s0"]["val_loss"]) == 2
