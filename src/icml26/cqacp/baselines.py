@@ -1,0 +1,433 @@
+"""Baselines of the CQACP paper (spec section 4), all with CQACPRegressor's online interface
+(fit / conformalize / predict_interval -> (n,), (n, 2, L) / update / rolling_predict_interval).
+
+- ACI        Gibbs & Candes (2021): split-conformal quantile of past |scores| at the adapted level 1 - alpha_t,
+             alpha_{t+1} = alpha_t + gamma (alpha - err_t); alpha_t <= 0 -> infinite interval.
+- AgACI      Zaffran et al. (2022): ACI experts over a gamma grid, lower / upper bounds aggregated separately by
+             Bernstein Online Aggregation (BOA) on the pinball loss at alpha/2 and 1 - alpha/2; infinite
+             expert bounds replaced by the largest observed |score|.
+- EnbPI      Xu & Xie (2021): block-bootstrap ensemble, leave-one-out residuals, interval from empirical
+             quantiles of the last W residuals with a beta-search over 5 points of [0, alpha] (SPCI code,
+             `binning`), sliding residual window, no refit.  score="absolute": symmetric version (MAPIE's).
+- SPCI       Xu & Xie (2023): CQACP's features and a QRF (10 trees, depth 2) predicting quantiles at beta_i and
+             1 - alpha + beta_i for 5 betas in [0, alpha]; narrowest chosen.  "CQACP without the CF step".
+- NexCP      Barber et al. (2023): weighted split-conformal quantile of past |scores| with weights rho^(t-i),
+             plus a unit mass at +inf for the test point.
+- ConformalPID  Angelopoulos, Candes & Tibshirani (2023): quantile tracking (P) + saturating integrator (I)
+             (+ optional Theta scorecaster, D) on |scores|.
+- QRDirect   the base learner's own quantiles at alpha/2 and 1 - alpha/2 (no CF step): the ablation.
+
+Reconstruction notes [R]: ACI/NexCP/PID use symmetric |score| intervals; AgACI's BOA is the adaptive-rate
+gradient version (Wintenberger 2017) with a uniform prior; PID's K_I defaults to the range of the
+calibration scores and its quantile starts at the calibration split-conformal quantile (the reference code
+starts at 0 after a burn-in); EnbPI's quantiles are `np.quantile` (linear) rather than SPCI's percentiles at
+ceil(100 tau).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from icml26.cqacp._online import OnlineIntervalRegressor, block_bootstrap_indices, check_Xy, check_positive_int
+from icml26.cqacp.quantile_learners import QRFLearner, linear_qr_learner
+from icml26.cqacp.regressor import CQACPRegressor, _EnsembleMean
+
+__all__ = ["ACI", "AgACI", "EnbPI", "SPCI", "NexCP", "ConformalPID", "QRDirect", "conformal_quantile",
+           "weighted_conformal_quantile"]
+
+
+# ------------------------------------------------------------------------------------------ helpers
+def conformal_quantile(scores: np.ndarray, level: float) -> float:
+    """Split-conformal quantile: the ceil((n + 1) level)-th smallest score (+inf if > n, -inf... 0 if < 1)."""
+    s = np.sort(np.asarray(scores, dtype=float))
+    n = len(s)
+    if level <= 0:
+        return -np.inf if n == 0 else min(s[0], 0.0)
+    k = int(np.ceil((n + 1) * level - 1e-12))
+    if k > n:
+        return np.inf
+    return float(s[max(k, 1) - 1])
+
+
+def weighted_conformal_quantile(scores: np.ndarray, weights: np.ndarray, level: float) -> float:
+    """Quantile at `level` of sum_i w~_i delta_{s_i} + w~_{n+1} delta_{+inf}, w~ = w / (sum w + 1) (NexCP)."""
+    s = np.asarray(scores, dtype=float)
+    w = np.asarray(weights, dtype=float)
+    order = np.argsort(s, kind="stable")
+    cw = np.cumsum(w[order]) / (w.sum() + 1.0)
+    k = np.searchsorted(cw, level - 1e-12)
+    return float(s[order][k]) if k < len(s) else np.inf
+
+
+class _AbsScoreMethod(OnlineIntervalRegressor):
+    """Symmetric |score| methods: subclasses set self._q (L,) and update it in `_observe`."""
+
+    def __init__(self, estimator=None, confidence_level=0.9, window: int | None = None, prefit: bool = False):
+        super().__init__(estimator, confidence_level, prefit)
+        if window is not None:
+            check_positive_int(window, "window")
+        self.window = window
+
+    def _recent(self) -> np.ndarray:
+        return self.scores_ if self.window is None else self.scores_[-self.window:]
+
+    def _offsets(self):
+        q = np.maximum(self._current_q(), 0.0)
+        return -q, q
+
+    def _push(self, y: float, y_hat: float) -> float:
+        s = abs(y - y_hat)
+        self.scores_ = np.append(self.scores_, s)
+        if self.window is not None and len(self.scores_) > 4 * self.window:
+            self.scores_ = self.scores_[-self.window:]
+        return s
+
+
+# ------------------------------------------------------------------------------------------ ACI
+class ACI(_AbsScoreMethod):
+    """Adaptive conformal inference (Gibbs & Candes 2021), one alpha_t per level.
+
+    Args: estimator, confidence_level, gamma (0.005), window (None = all past scores; else the last `window`),
+    prefit.  gamma=0 is split conformal on the window.
+    """
+
+    def __init__(self, estimator=None, confidence_level=0.9, gamma: float = 0.005, window: int | None = None,
+                 prefit: bool = False):
+        super().__init__(estimator, confidence_level, window, prefit)
+        if not (np.isfinite(gamma) and gamma >= 0):
+            raise ValueError(f"gamma must be a finite float >= 0, got {gamma!r}")
+        self.gamma = gamma
+
+    def _conformalize_scores(self, X, y, y_hat):
+        self.scores_ = np.abs(y - y_hat)
+        self.alpha_t_ = 1 - self.levels_.copy()
+
+    def _current_q(self):
+        r = self._recent()
+        return np.array([np.inf if a <= 0 else conformal_quantile(r, 1 - a) for a in self.alpha_t_])
+
+    def _offsets(self):
+        q = self._current_q()
+        q = np.where(np.isfinite(q), np.maximum(q, 0.0), q)
+        return -q, q
+
+    def _observe(self, y, y_hat):
+        q = self._current_q()
+        err = (abs(y - y_hat) > q).astype(float)
+        self.alpha_t_ = self.alpha_t_ + self.gamma * ((1 - self.levels_) - err)
+        self._push(y, y_hat)
+
+
+# ------------------------------------------------------------------------------------------ AgACI
+class _BOA:
+    """Bernstein Online Aggregation with adaptive per-expert rates (Wintenberger 2017), uniform prior."""
+
+    def __init__(self, k: int) -> None:
+        self.R = np.zeros(k)
+        self.B = np.zeros(k)
+        self.E = 0.0
+        self.eta = np.full(k, np.inf)
+        self.k = k
+
+    def weights(self) -> np.ndarray:
+        if not np.isfinite(self.eta).all():
+            return np.full(self.k, 1.0 / self.k)
+        logit = np.log(self.eta) + self.eta * self.R
+        p = np.exp(logit - logit.max())
+        return p / p.sum()
+
+    def update(self, regret: np.ndarray) -> None:
+        self.B += regret**2
+        self.E = max(self.E, float(np.abs(regret).max()))
+        if self.E <= 0:
+            return
+        eta = np.minimum(1 / (2 * self.E), np.sqrt(np.log(self.k) / np.maximum(self.B, 1e-300)))
+        self.R += regret - eta * regret**2
+        self.eta = eta
+
+
+class AgACI(_AbsScoreMethod):
+    """Aggregated ACI (Zaffran et al. 2022): ACI experts for each gamma in `gammas`, BOA aggregation of the
+    lower (pinball at alpha/2) and upper (pinball at 1 - alpha/2) bounds separately."""
+
+    GAMMAS = (0.0005, 0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064)
+
+    def __init__(self, estimator=None, confidence_level=0.9, gammas=GAMMAS, window: int | None = None,
+                 prefit: bool = False):
+        super().__init__(estimator, confidence_level, window, prefit)
+        g = np.asarray(gammas, dtype=float)
+        if g.ndim != 1 or g.size < 1 or np.any(g < 0):
+            raise ValueError(f"gammas must be a non-empty list of floats >= 0, got {gammas!r}")
+        self.gammas = gammas
+
+    def _conformalize_scores(self, X, y, y_hat):
+        self.scores_ = np.abs(y - y_hat)
+        g = np.asarray(self.gammas, dtype=float)
+        self.alpha_t_ = np.tile((1 - self.levels_)[:, None], (1, len(g)))      # (L, K)
+        self._boa = [(_BOA(len(g)), _BOA(len(g))) for _ in self.levels_]
+
+    def _expert_q(self):
+        r = self._recent()
+        cap = float(np.max(np.abs(self.scores_)))
+        q = np.array([[np.inf if a <= 0 else conformal_quantile(r, 1 - a) for a in row] for row in self.alpha_t_])
+        return np.where(np.isfinite(q), np.maximum(q, 0.0), cap)                  # (L, K)
+
+    def _offsets(self):
+        q = self._expert_q()
+        lo = np.array([self._boa[i][0].weights() @ (-q[i]) for i in range(len(q))])
+        hi = np.array([self._boa[i][1].weights() @ q[i] for i in range(len(q))])
+        return lo, hi
+
+    def _observe(self, y, y_hat):
+        q = self._expert_q()
+        e = y - y_hat
+        g = np.asarray(self.gammas, dtype=float)
+        for i, lv in enumerate(self.levels_):
+            a = 1 - lv
+            for side, (tau, x) in enumerate(((a / 2, -q[i]), (1 - a / 2, q[i]))):
+                boa = self._boa[i][side]
+                agg = boa.weights() @ x
+                grad = (1 - tau) if e < agg else -tau          # d/dx pinball_tau(e - x)
+                boa.update(grad * (agg - x))
+            err = (abs(e) > q[i]).astype(float)
+            self.alpha_t_[i] = self.alpha_t_[i] + g * (a - err)
+        self._push(y, y_hat)
+
+
+# ------------------------------------------------------------------------------------------ EnbPI
+class EnbPI(OnlineIntervalRegressor):
+    """EnbPI (Xu & Xie 2021) with its own block-bootstrap ensemble of `estimator`.
+
+    Args: estimator, confidence_level, n_bootstrap (20), block_length (None = n_train // 20),
+    score ("signed": beta-search over `n_beta`=5 points of [0, alpha]; "absolute": symmetric |residual|
+    split-conformal quantile as MAPIE), window (None = the size of the initial residual set),
+    random_state.  `fit` builds the ensemble and its LOO residuals; `conformalize` (optional) appends
+    out-of-sample residuals of a calibration block.
+    """
+
+    def __init__(self, estimator=None, confidence_level=0.9, n_bootstrap: int = 20, block_length: int | None = None,
+                 score: str = "signed", n_beta: int = 5, window: int | None = None,
+                 random_state: int | None = None):
+        super().__init__(estimator, confidence_level, prefit=False)
+        if score not in ("signed", "absolute"):
+            raise ValueError(f"score must be 'signed' or 'absolute', got {score!r}")
+        check_positive_int(n_bootstrap, "n_bootstrap", 2)
+        check_positive_int(n_beta, "n_beta")
+        self.n_bootstrap, self.block_length, self.score = n_bootstrap, block_length, score
+        self.n_beta, self.window, self.random_state = n_beta, window, random_state
+
+    def fit(self, X_train, y_train) -> EnbPI:
+        from sklearn.base import clone
+        from sklearn.linear_model import LinearRegression
+
+        X, y = check_Xy(X_train, y_train, "X_train", "y_train")
+        base = LinearRegression() if self.estimator is None else self.estimator
+        rng = np.random.default_rng(self.random_state)
+        bl = self.block_length or max(1, len(y) // 20)
+        idx = block_bootstrap_indices(len(y), self.n_bootstrap, bl, rng)
+        self.bootstrap_indices_ = idx
+        self.ensemble_ = [clone(base).fit(X[i], y[i]) for i in idx]
+        preds = np.stack([m.predict(X) for m in self.ensemble_])
+        out = np.ones((len(idx), len(y)), dtype=bool)
+        for b, i in enumerate(idx):
+            out[b, i] = False
+        n_out = out.sum(0)
+        keep = n_out > 0
+        loo = (preds * out).sum(0)[keep] / n_out[keep]
+        self.estimator_ = _EnsembleMean(self.ensemble_)
+        self.levels_ = np.atleast_1d(np.asarray(self.confidence_level, dtype=float))
+        self._init_resid(y[keep] - loo)
+        return self
+
+    def _init_resid(self, r: np.ndarray) -> None:
+        self.resid_ = np.asarray(r, dtype=float)
+        self.W_ = self.window or len(self.resid_)
+        self.resid_ = self.resid_[-self.W_:]
+        self.is_conformalized_ = True
+
+    def _conformalize_scores(self, X, y, y_hat):
+        prev = getattr(self, "resid_", np.empty(0))
+        self.window_fixed_ = True
+        r = np.concatenate([prev, y - y_hat])
+        self.resid_ = r
+        self.W_ = self.window or len(r)
+        self.resid_ = r[-self.W_:]
+
+    def _offsets(self):
+        lo, hi = np.empty(len(self.levels_)), np.empty(len(self.levels_))
+        r = self.resid_
+        for i, lv in enumerate(self.levels_):
+            a = 1 - lv
+            if self.score == "absolute":
+                q = conformal_quantile(np.abs(r), lv)
+                lo[i], hi[i] = -q, q
+                continue
+            betas = np.linspace(0, a, self.n_beta)
+            ql = np.quantile(r, betas)
+            qh = np.quantile(r, 1 - a + betas)
+            j = int(np.argmin(qh - ql))
+            lo[i], hi[i] = ql[j], qh[j]
+        return lo, hi
+
+    def _observe(self, y, y_hat):
+        self.resid_ = np.append(self.resid_, y - y_hat)[-self.W_:]
+
+
+# ------------------------------------------------------------------------------------------ quantile-learner baselines
+class _DirectQuantiles(CQACPRegressor):
+    """CQACP's machinery without the CF step: bounds are the learner's own quantiles at the needed levels."""
+
+    _uses_cf = False
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if kwargs.get("adapt") is not None:
+            raise ValueError("adapt is only supported by CQACPRegressor (needs the continuous CF curve)")
+        super().__init__(*args, **kwargs)
+
+    def _curve_block(self, Z):
+        taus = np.unique(np.round(self._needed, 12))
+        raw = self.learner_.predict_quantiles(Z, taus)
+        self._last_raw = raw
+        return (taus, raw)
+
+    def _quantiles(self, curve, taus):
+        avail, Q = curve
+        j = np.array([int(np.argmin(np.abs(avail - t))) for t in np.atleast_1d(taus)])
+        if np.any(np.abs(avail[j] - taus) > 1e-8):
+            raise RuntimeError("requested a level the learner was not evaluated at")
+        return Q[:, j]
+
+
+class SPCI(_DirectQuantiles):
+    """SPCI (Xu & Xie 2023): QRF on past-residual features, beta-search over `n_beta` points of [0, alpha].
+
+    Defaults follow the SPCI code: QRFLearner(n_estimators=10, max_depth=2, max_samples_leaf=None),
+    n_beta=5 (beta in linspace(0, alpha, 5), endpoints included), window=20, refit_every=10, signed scores.
+    """
+
+    def __init__(self, estimator=None, quantile_learner=None, confidence_level=0.9, window: int = 20,
+                 refit_every: int = 10, n_beta: int = 5, n_max: int | None = None, prefit: bool = False,
+                 random_state: int | None = None):
+        ql = quantile_learner if quantile_learner is not None else QRFLearner(
+            n_estimators=10, max_depth=2, min_samples_leaf=1, max_features=1.0, random_state=random_state)
+        super().__init__(estimator, ql, confidence_level, window=window, tails="optimal", monotone="none",
+                         refit_every=refit_every, n_max=n_max, prefit=prefit, random_state=random_state)
+        self.n_beta = check_positive_int(n_beta, "n_beta", 2)
+
+    @property
+    def _beta_fractions(self) -> np.ndarray:
+        return np.linspace(0.0, 1.0, self.n_beta)
+
+
+class QRDirect(_DirectQuantiles):
+    """Direct (uncorrected) quantile regression: [f + Q(alpha/2 | Z), f + Q(1 - alpha/2 | Z)] from the base
+    learner (default per-level linear QR), no CF step and no sorting - the ablation of CQACP."""
+
+    def __init__(self, estimator=None, quantile_learner=None, confidence_level=0.9, window: int = 20,
+                 refit_every: int = 10, score: str = "signed", n_max: int | None = None, prefit: bool = False,
+                 random_state: int | None = None):
+        ql = quantile_learner if quantile_learner is not None else linear_qr_learner()
+        super().__init__(estimator, ql, confidence_level, window=window, score=score, tails="equal",
+                         monotone="none", refit_every=refit_every, n_max=n_max, prefit=prefit,
+                         random_state=random_state)
+
+
+# ------------------------------------------------------------------------------------------ NexCP
+class NexCP(_AbsScoreMethod):
+    """Non-exchangeable split conformal (Barber et al. 2023) with weights rho^(t - i) (default rho = 0.99)."""
+
+    def __init__(self, estimator=None, confidence_level=0.9, rho: float = 0.99, window: int | None = None,
+                 prefit: bool = False):
+        super().__init__(estimator, confidence_level, window, prefit)
+        if not (0 < rho <= 1):
+            raise ValueError(f"rho must be in (0, 1], got {rho!r}")
+        self.rho = rho
+
+    def _conformalize_scores(self, X, y, y_hat):
+        self.scores_ = np.abs(y - y_hat)
+
+    def _current_q(self):
+        r = self._recent()
+        w = self.rho ** np.arange(len(r) - 1, -1, -1, dtype=float)
+        return np.array([weighted_conformal_quantile(r, w, lv) for lv in self.levels_])
+
+    def _offsets(self):
+        q = self._current_q()
+        return -q, q
+
+    def _observe(self, y, y_hat):
+        self._push(y, y_hat)
+
+
+# ------------------------------------------------------------------------------------------ conformal PID
+class ConformalPID(_AbsScoreMethod):
+    """Conformal PID control (Angelopoulos, Candes & Tibshirani 2023) on |scores|, one tracker per level.
+
+    q_{t+1} = qP_{t+1} + r_t(sum_{i<=t} (err_i - alpha)) [+ scorecast],  qP_{t+1} = qP_t + eta_t (err_t - alpha),
+    eta_t = lr * (max - min of the last `burnin` scores), r_t(x) = K_I tan(x log(t) / (t C_sat)) saturated at
+    +-pi/2, C_sat = (2/pi)(ceil(log(T) delta) - 1/log(T)).
+
+    Args: lr (0.1), KI (None = range of the calibration scores), T (horizon used in C_sat, 1000), delta (0.01),
+    burnin (100), scorecaster (None or "theta": a statsmodels ThetaModel forecast of the next score, refitted
+    every step on the last `burnin` scores; slow).
+    """
+
+    def __init__(self, estimator=None, confidence_level=0.9, lr: float = 0.1, KI: float | None = None,
+                 T: int = 1000, delta: float = 0.01, burnin: int = 100, scorecaster: str | None = None,
+                 prefit: bool = False):
+        super().__init__(estimator, confidence_level, None, prefit)
+        if not lr > 0:
+            raise ValueError(f"lr must be > 0, got {lr!r}")
+        if scorecaster not in (None, "theta"):
+            raise ValueError(f"scorecaster must be None or 'theta', got {scorecaster!r}")
+        check_positive_int(T, "T", 3)
+        self.lr, self.KI, self.T, self.delta = lr, KI, T, delta
+        self.burnin = check_positive_int(burnin, "burnin", 2)
+        self.scorecaster = scorecaster
+
+    def _conformalize_scores(self, X, y, y_hat):
+        self.scores_ = np.abs(y - y_hat)
+        self.qP_ = np.array([conformal_quantile(self.scores_, lv) for lv in self.levels_])
+        self.qP_ = np.where(np.isfinite(self.qP_), self.qP_, self.scores_.max())
+        self.KI_ = float(np.ptp(self.scores_)) if self.KI is None else float(self.KI)
+        logT = np.log(self.T)
+        self.Csat_ = 2 / np.pi * (np.ceil(logT * self.delta) - 1 / logT)
+        self.err_sum_ = np.zeros(len(self.levels_))
+        self.t_ = 0
+        self.q_ = self.qP_.copy()
+
+    def _current_q(self):
+        return self.q_
+
+    def _offsets(self):
+        q = np.where(np.isfinite(self.q_), np.maximum(self.q_, 0.0), self.q_)
+        return -q, q
+
+    def _observe(self, y, y_hat):
+        s = abs(y - y_hat)
+        alpha = 1 - self.levels_
+        err = (s > self.q_).astype(float)
+        recent = self.scores_[-self.burnin:]
+        eta = self.lr * (recent.max() - recent.min())
+        self.qP_ = self.qP_ + eta * (err - alpha)
+        self.t_ += 1
+        self.err_sum_ += err - alpha
+        t = self.t_ + 1
+        arg = self.err_sum_ * np.log(t) / (self.Csat_ * t)
+        integ = np.where(arg >= np.pi / 2, np.inf, np.where(arg <= -np.pi / 2, -np.inf, np.tan(np.clip(arg, -1.5707, 1.5707))))
+        self.q_ = self.qP_ + self.KI_ * integ
+        self._push(y, y_hat)
+        if self.scorecaster == "theta":
+            self.q_ = self.q_ + self._scorecast()
+
+    def _scorecast(self) -> float:
+        from statsmodels.tsa.forecasting.theta import ThetaModel
+
+        r = self.scores_[-self.burnin:]
+        try:
+            fc = float(ThetaModel(r, period=1, deseasonalize=False).fit().forecast(1)[0])
+        except Exception:  # noqa: BLE001 - degenerate windows: no correction
+            return 0.0
+        return fc - float(np.mean(r))
