@@ -1,15 +1,18 @@
 import pytest
 
-from icml26.common.parallel import run_parallel, torch_threads
+from icml26.common.parallel import run_parallel, worker_probe
 from icml26.common.seeding import seed_everything
 
 
 def test_run_parallel_keeps_order_and_single_threads():
     # workers must import fn by name, so use library-level callables (test modules are not importable there)
-    jobs = [{"a": i} for i in range(4)]
-    assert run_parallel(dict, jobs, workers=2) == jobs
-    assert run_parallel(torch_threads, [{}, {}], workers=2) == [1, 1]
-    assert run_parallel(torch_threads, [{}], workers=1) == [1]
+    import os
+
+    out = run_parallel(worker_probe, [{"a": i} for i in range(4)], workers=2)
+    assert [o["a"] for o in out] == [0, 1, 2, 3]
+    assert all(o["threads"] == 1 and o["pid"] != os.getpid() for o in out)
+    local = run_parallel(worker_probe, [{"a": 9}], workers=1)[0]
+    assert local["a"] == 9 and local["threads"] == 1 and local["pid"] == os.getpid()
 
 
 def test_run_parallel_errors():

@@ -26,11 +26,11 @@ def _call(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
     return fn(**kwargs)
 
 
-def torch_threads(**_: Any) -> int:
-    """The torch intra-op thread count of the calling process (a probe for checking worker setup)."""
+def worker_probe(**kwargs: Any) -> dict[str, Any]:
+    """Echo `kwargs` with the calling process's pid and torch thread count (for checking a worker setup)."""
     import torch
 
-    return torch.get_num_threads()
+    return {"pid": os.getpid(), "threads": torch.get_num_threads(), **kwargs}
 
 
 def default_workers() -> int:
