@@ -84,3 +84,27 @@ def test_smoke_run_computes_claims():
     assert res.claims[2].held  # the mechanism is exact maths: it holds at every scale
     assert set(res._pending_figures) == {"val_loss_curves", "drift_vs_p"}
     assert len(res.metrics["curves"]["adamw_s0"]["val_loss"]) == 2
+
+
+def test_paper_path_runs_on_cpu_with_a_tiny_model():
+    pytest.importorskip("transformers")
+    pytest.importorskip("yaml")
+    from pathlib import Path
+
+    from icml26.gradpower.paper import load_config, train_distributed
+
+    cfg = load_config(str(Path(__file__).parents[2] / "configs/paper/gradpower/llama_0p2b_c4_wsd.yaml"))
+    assert cfg["model"] == "llama_0p2b" and cfg["power"] == 1.2 and cfg["optimizers"] == ["adamw", "adamwpower"]
+    cfg.update(model="llama_tiny", seq_len=16, micro_batch=4, global_batch_tokens=128, total_tokens=384,
+               eval_every=2, bf16=False)  # 2 micro-batches per step, 3 steps
+    g = torch.Generator().manual_seed(0)
+
+    def stream():
+        while True:
+            yield torch.randint(0, 50, (4, 17), generator=g)
+
+    val = [torch.randint(0, 50, (4, 17), generator=torch.Generator().manual_seed(1))]
+    out = train_distributed(cfg, "adamwpower", train_iter=stream(), val_batches=val, vocab_size=50, device="cpu",
+                            progress=False)
+    assert out["steps"] == 3 and out["grad_accum"] == 2 and out["eval_steps"] == [2, 3]
+    assert math.isfinite(out["final"])

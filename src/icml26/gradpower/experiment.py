@@ -85,7 +85,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "seq_len": 1024,
         "micro_batch": 16,
         "global_batch_tokens": 524_288,
-        "total_tokens": 4_000_000_000,  # ~20 tokens/param for 0.2B
+        "total_tokens": 4_600_000_000,  # ~20 tokens/param for 0.23B
         "lr": 1e-3,  # AdamW-tuned lr_max on the paper grid; reused for AdamWPower
         "betas": [0.9, 0.95],
         "eps": 1e-8,
@@ -99,6 +99,8 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "power": 1.2,
         "power_eps": 0.0,
         "bf16": True,
+        "fsdp": False,  # True: FSDP2 fully_shard per decoder layer (under torchrun) instead of DDP
+        "lr_muon": 0.02,  # for the muon_adamw / muonpower arms
         "eval_every": 1000,
         "n_val_batches": 100,
         "out_dir": "runs/gradpower/paper_ckpt",
