@@ -32,11 +32,11 @@ _COMMON = {"timestep": 0.005, "friction": 1.0, "kT": 0.25, "wall_k": 10.0}
 CONFIGS: dict[str, dict[str, Any]] = {
     "smoke": {
         "seed": 0, "workers": 1,
-        "a_replicas": 150, "a_steps": 30, "a_lookahead": 8, "a_dims": [1, 3],
-        "b_A": [0.05, 0.5], "b_lookahead": [4, 16], "b_steps": 200, "b_main_lookahead": 16,
-        "b_lj38_steps": 60, "b_trend_steps": 60, "b_kT": [0.15, 0.35], "b_friction": [0.5, 2.0],
-        "c_replicas": 2, "c_steps": 150, "c_burn": 30, "c_thin": 10, "c_A": 0.2, "c_respa_inner": 4,
-        "d_steps": 60, "d_async_workers": 2, "device": "cpu",
+        "a_replicas": 80, "a_steps": 30, "a_lookahead": 8, "a_dims": [1, 3],
+        "b_A": [0.05, 0.5], "b_lookahead": [4, 16], "b_steps": 150, "b_main_lookahead": 16,
+        "b_lj38_steps": 40, "b_trend_steps": 60, "b_kT": [0.15, 0.35], "b_friction": [0.5, 2.0],
+        "c_replicas": 2, "c_steps": 100, "c_burn": 20, "c_thin": 10, "c_A": 0.2, "c_respa_inner": 4,
+        "d_steps": 40, "d_async_workers": 2, "device": "cpu",
         "e_steps": 0, "e_supercell": 2, "e_target": "ase.calculators.emt:EMT", "e_draft": "",
         **_COMMON,
     },
