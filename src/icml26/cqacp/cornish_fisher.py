@@ -230,6 +230,9 @@ class CornishFisherQuantileCurve:
         z_rng = self._z_range(taus) if self.monotone == "range" else None
         S_g, K_g = self._grid(z_rng)
         S_best, K_best, _ = _profile_argmin(z, omega, Q, S_g, K_g)
+        qbar = Q @ omega
+        flat = ((Q - qbar[:, None]) ** 2) @ omega <= 1e-28 * (1 + qbar**2)    # constant rows: S = K = 0, s = 0
+        S_best, K_best = np.where(flat, 0.0, S_best), np.where(flat, 0.0, K_best)
         dS = (self.skew_bounds[1] - self.skew_bounds[0]) / (self.grid_size[0] - 1)
         dK = (self.exkurt_bounds[1] - self.exkurt_bounds[0]) / (self.grid_size[1] - 1)
         offs = np.linspace(-1, 1, 7)
@@ -240,6 +243,7 @@ class CornishFisherQuantileCurve:
             cS, cK = cS.reshape(len(Q), -1), cK.reshape(len(Q), -1)
             feas = is_cf_monotone(cS, cK, self.monotone, z_rng or (0, 1), self.eps)
             S_best, K_best = _local_argmin(z, omega, Q, cS, cK, feas, S_best, K_best)
+            S_best, K_best = np.where(flat, 0.0, S_best), np.where(flat, 0.0, K_best)
             dS, dK = dS / 3, dK / 3
         m, s, sse = _profile_ms(z, omega, Q, S_best, K_best)
         return CFParams(mean=m, scale=s, skew=S_best, exkurt=K_best, residual=np.sqrt(np.maximum(sse, 0)),

@@ -52,9 +52,9 @@ _BASE = {
 }
 
 CONFIGS: dict[str, dict[str, Any]] = {
-    "smoke": {**_BASE, "real_series": ["infl"], "sim_series": ["hetero_ar"], "n_seeds": 1, "T_sim": 300,
-              "timing_steps": 5, "workers": 1, "refit_every": 40, "qrf_trees": 10,
-              "qr_taus": [0.025, 0.05, 0.1, 0.3, 0.5, 0.7, 0.9, 0.95, 0.975]},
+    "smoke": {**_BASE, "real_series": ["infl"], "sim_series": ["hetero_ar"], "n_seeds": 1, "T_sim": 260,
+              "levels": [0.8, 0.9], "timing_steps": 5, "workers": 1, "refit_every": 40, "qrf_trees": 10,
+              "qr_taus": [0.05, 0.1, 0.3, 0.5, 0.7, 0.9, 0.95]},
     "small": dict(_BASE),
     # Paper scale (not run in CI): SPCI-like settings, refit every step, many seeds, user series via csv_dir,
     # cells spread over all cores with joblib (set JOBLIB backend to ray/dask for clusters; see docs/cqacp.md).
