@@ -27,3 +27,12 @@ def test_configs_contract():
         assert isinstance(cfg["seed"], int)
         for name, spec in cfg["instances"].items():
             assert spec["policies"], name
+
+
+def test_paper_config_code_path_runs_on_a_tiny_horizon():
+    cfg = copy.deepcopy(experiment.CONFIGS["paper"])
+    cfg.update(scale="paper", T=40, n_seeds=1, backend="processes", workers=1)
+    cfg["instances"] = {k: cfg["instances"][k] for k in ("E2_gap0.02", "E4_pessimal")}
+    res = experiment.run(cfg)
+    assert res.metrics["median_over_seeds"]["E4_pessimal/oracle"]["R(T)"] == 0.0
+    assert res.metrics["median_over_seeds"]["E4_pessimal/random"]["I(T)"] > 0

@@ -252,7 +252,7 @@ class ContextualMarket:
         benchmark: "players" (player-optimal stable matching, default) or "arms" (player-pessimal).
         seed: instance and stream seed (int >= 0).
         max_tries: rejection-sampling budget per prototype (default 200_000 draws).
-        block: rounds pre-drawn at a time (default 1024).
+        block: max rounds pre-drawn at a time (default 1024; the first refill draws 64, then doubling).
 
     Attributes: ``theta`` (N, d); ``arm_weights`` (d, N) for "linear"; ``prototypes`` (P, d) or None;
     ``min_gap`` (realised minimum preference gap for finite support, else None); ``t`` (current round, 0-based).
@@ -365,6 +365,7 @@ class ContextualMarket:
         self.t = 0
         self._start = 0
         self._X = np.zeros((0, self.n_arms, self.dim))
+        self._next_block = min(64, self.block)  # grows x2 per refill up to `block`: short runs stay cheap
 
     def _arm_ranks(self, X: np.ndarray) -> np.ndarray:
         n = X.shape[0]
@@ -378,7 +379,8 @@ class ContextualMarket:
         return out
 
     def _fill(self) -> None:
-        n = self.block
+        n = self._next_block
+        self._next_block = min(2 * n, self.block)
         hz = self.sampler.horizon()
         if hz is not None:
             n = min(n, hz - self.t)

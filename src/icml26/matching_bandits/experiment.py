@@ -31,7 +31,7 @@ ALL = ["adaptive", "optimistic", "greedy", "etc20", "etc300", "random", "oracle"
 _MARKET = {"n_players": 3, "n_arms": 4, "dim": 3, "n_prototypes": 6, "noise": 0.2}
 
 
-def _instances(T: int, period: int) -> dict[str, dict[str, Any]]:
+def _instances(period: int) -> dict[str, dict[str, Any]]:
     return {
         "E1": {**_MARKET, "contexts": "finite", "min_gap": 0.1, "policies": ALL},
         "E2_gap0.06": {**_MARKET, "contexts": "finite", "min_gap": 0.06, "policies": ["adaptive", "optimistic"]},
@@ -46,7 +46,7 @@ def _paper_instances() -> dict[str, dict[str, Any]]:
     big = {"n_players": 50, "n_arms": 75, "dim": 20, "noise": 0.2}
     pol = ["adaptive", "optimistic", "greedy", "etc300", "etc2000", "random", "oracle"]
     out: dict[str, dict[str, Any]] = {}
-    for g in (0.005, 0.01, 0.02, 0.04):  # gap sweep on a log grid (rejection sampling limits Delta at this size)
+    for g in (0.0025, 0.005, 0.01, 0.02):  # gap sweep on a log grid (rejection sampling limits Delta at this size)
         out[f"E2_gap{g}"] = {"n_players": 10, "n_arms": 12, "dim": 10, "n_prototypes": 16, "noise": 0.2,
                              "contexts": "finite", "min_gap": g, "policies": ["adaptive", "optimistic", "greedy"]}
     for bench in ("players", "arms"):
@@ -60,10 +60,10 @@ def _paper_instances() -> dict[str, dict[str, Any]]:
 
 
 CONFIGS: dict[str, dict[str, Any]] = {
-    "smoke": {"seed": 0, "n_seeds": 2, "T": 400, "beta_scale": 0.5, "lam": 1.0, "workers": 1,
-              "backend": "processes", "instances": _instances(400, 100)},
+    "smoke": {"seed": 0, "n_seeds": 2, "T": 240, "beta_scale": 0.5, "lam": 1.0, "workers": 1,
+              "backend": "processes", "instances": _instances(period=60)},
     "small": {"seed": 0, "n_seeds": 5, "T": 8000, "beta_scale": 0.5, "lam": 1.0, "workers": 2,
-              "backend": "processes", "instances": _instances(8000, 2000)},
+              "backend": "processes", "instances": _instances(period=2000)},
     # Spec section 7: N up to 50, K = 1.5 N, d = 20, T = 1e5, 50 seeds, theory radius c_beta = 1, gap sweep on a log
     # grid, player- and arm-optimal benchmarks. Not run in CI; CPU-bound (no GPU needed); use backend "ray" or
     # "joblib" on a many-core machine.

@@ -195,36 +195,36 @@ def _da_batch(prop_order: np.ndarray, recv_rank: np.ndarray) -> np.ndarray:
     """Synchronous deferred acceptance over B markets.
 
     prop_order: (B, P, R) receivers best-first for each proposer; recv_rank: (B, R, P) receivers' ranks.
-    Returns (B, P) receiver of each proposer or -1.
+    Returns (B, P) receiver of each proposer or -1. Each proposal step costs O(#free proposers): the free set
+    is carried from step to step (rejected proposers + displaced holders) instead of rescanned.
     """
     B, P, R = prop_order.shape
     out = np.full((B, P), -1, dtype=np.int64)
-    holder = np.full((B, R), -1, dtype=np.int64)
+    holder = np.full(B * R, -1, dtype=np.int64)  # proposer held by (market, receiver)
+    hrank = np.full(B * R, np.iinfo(np.int64).max, dtype=np.int64)  # its rank there
     nxt = np.zeros((B, P), dtype=np.int64)
-    big = np.iinfo(np.int64).max
-    while True:
-        active = (out < 0) & (nxt < R)
-        if not active.any():
-            break
-        b, p = np.nonzero(active)
+    b = np.repeat(np.arange(B), P)
+    p = np.tile(np.arange(P), B)
+    if R == 0:
+        return out
+    while b.size:
         r = prop_order[b, p, nxt[b, p]]
         nxt[b, p] += 1
         rank = recv_rank[b, r, p]
-        # best offer per (market, receiver) among new proposals and the current holder
         flat = b * R + r
-        best = np.full(B * R, big, dtype=np.int64)
-        h = holder.reshape(-1)
-        has = h >= 0
-        hb = np.nonzero(has)[0]
-        best[hb] = recv_rank[hb // R, hb % R, h[hb]]
-        np.minimum.at(best, flat, rank)
-        win = rank == best[flat]
-        wb, wp, wr = b[win], p[win], r[win]
-        old = holder[wb, wr]
-        lost = old >= 0
-        out[wb[lost], old[lost]] = -1
-        holder[wb, wr] = wp
-        out[wb, wp] = wr
+        np.minimum.at(hrank, flat, rank)
+        win = rank == hrank[flat]  # ranks are distinct per receiver: one winner at most
+        wflat = flat[win]
+        disp = holder[wflat]
+        holder[wflat] = p[win]
+        out[b[win], p[win]] = r[win]
+        had = disp >= 0
+        db, dp = b[win][had], disp[had]
+        out[db, dp] = -1
+        nb = np.concatenate([b[~win], db])
+        npp = np.concatenate([p[~win], dp])
+        keep = nxt[nb, npp] < R
+        b, p = nb[keep], npp[keep]
     return out
 
 
