@@ -123,6 +123,7 @@ def _claim_a(runs: list[dict], lengths: list[int], seeds: list[int]) -> tuple[Cl
 
 
 # ------------------------------------------------------------------------------------------- claim B
+@torch.no_grad()
 def decoupling_check(trials: int = 100, head_dim: int = 8, t: int = 5, max_pos: int = 10,
                      seed: int = 0) -> dict:
     """Spec 6B: one query at position t, one key replicated at positions 0..max_pos, delta = 0.
