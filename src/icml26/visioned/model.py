@@ -1,0 +1,512 @@
+"""VisionED backbone, physics-informed pretraining and the property regressor (spec §2.2-§2.3).
+
+Reconstructed ([EDG] ImageED + [ours]; the VisionED paper's exact architecture and pretext tasks were not
+available, every choice is a constructor argument):
+- `VisionEDViT`: one patch embedding shared by all shots ("view-agnostic"), fixed 2-D sin-cos positional
+  embedding repeated per shot plus a learned shot embedding, one CLS token, pre-norm transformer blocks.
+- `VisionEDPretrainer`, total loss L = L_MIM + lambda_phys L_phys + lambda_comp L_comp + lambda_con L_con
+  (defaults 1, 0.5, 0.1):
+    L_MIM  [EDG]  mask floor(L * mask_ratio) of the L = S * P patch tokens over all shots, encode the visible
+                  ones, a light decoder predicts every patch's pixels; per-patch-normalised MSE on the masked
+                  patches plus the same MSE on the visible ones ("recovery" term), both weight 1 (ImageED).
+    L_phys [ours] MSE on z-scored label-free physics quantities of the same SCF (`density.PHYS_KEYS`).
+    L_comp [ours] MSE on element counts (H, C, N, O, F, S, Cl).
+    L_con  [ours] shots split into two random disjoint halves per molecule, each half encoded, symmetric
+                  InfoNCE between the projected CLS embeddings (temperature 0.1).
+  [ours] L_phys and L_comp read the CLS token of the *masked* MIM pass, and the two contrastive halves are
+  masked with the same ratio: one cheap encoder pass per term instead of an extra full pass (CPU budget).
+- `VisionEDRegressor`: CLS -> MLP(d -> 64 -> n_targets) on z-scored targets, MSE (or L1), AdamW with lr 3e-4
+  for the backbone and 1e-3 for the head, weight decay 0.05, early stopping on validation MAE (the best
+  epoch's weights are restored). scikit-learn style fit / predict.
+Images enter as uint8 (B, S, C, H, W) and are scaled to [0, 1].
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from icml26.visioned.density import COMP_KEYS, PHYS_KEYS, check_no_leakage
+
+__all__ = [
+    "VisionEDViT",
+    "VisionEDPretrainer",
+    "VisionEDRegressor",
+    "sincos_2d",
+    "patchify",
+    "mim_loss",
+    "info_nce",
+    "random_masking",
+    "train_regressor",
+]
+
+
+def sincos_2d(grid: int, dim: int) -> torch.Tensor:
+    """Fixed 2-D sin-cos positional embedding (MAE): (grid*grid, dim), dim divisible by 4."""
+    if dim % 4:
+        raise ValueError(f"dim must be divisible by 4 for the 2-D sin-cos embedding, got {dim}")
+    omega = 1.0 / 10000 ** (torch.arange(dim // 4, dtype=torch.float64) / (dim / 4))
+    ys, xs = torch.meshgrid(torch.arange(grid, dtype=torch.float64), torch.arange(grid, dtype=torch.float64),
+                            indexing="ij")
+    out = []
+    for pos in (ys.reshape(-1), xs.reshape(-1)):
+        arg = pos[:, None] * omega[None]
+        out += [torch.sin(arg), torch.cos(arg)]
+    return torch.cat(out, 1).float()
+
+
+def patchify(x: torch.Tensor, patch: int) -> torch.Tensor:
+    """(B, S, C, H, W) -> (B, S * (H/p) * (W/p), C * p * p), shot-major, row-major patches."""
+    B, S, C, H, W = x.shape
+    h, w = H // patch, W // patch
+    x = x.reshape(B, S, C, h, patch, w, patch).permute(0, 1, 3, 5, 2, 4, 6)
+    return x.reshape(B, S * h * w, C * patch * patch)
+
+
+def random_masking(B: int, L: int, mask_ratio: float, generator: torch.Generator | None = None,
+                   device: torch.device | str = "cpu") -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Per-sample random masking of exactly floor(L * mask_ratio) tokens.
+
+    Returns (ids_keep (B, L_keep), mask (B, L) bool with True = masked, ids_restore (B, L)).
+    """
+    if not 0.0 <= mask_ratio < 1.0:
+        raise ValueError(f"mask_ratio must be in [0, 1), got {mask_ratio}")
+    n_mask = int(math.floor(L * mask_ratio))
+    noise = torch.rand(B, L, generator=generator, device=device)
+    ids_shuffle = torch.argsort(noise, dim=1)
+    ids_restore = torch.argsort(ids_shuffle, dim=1)
+    ids_keep = ids_shuffle[:, : L - n_mask]
+    mask = torch.ones(B, L, dtype=torch.bool, device=device)
+    mask[:, : L - n_mask] = False
+    mask = torch.gather(mask, 1, ids_restore)
+    return ids_keep, mask, ids_restore
+
+
+def mim_loss(pred: torch.Tensor, target: torch.Tensor, mask: torch.Tensor, norm_pix: bool = True,
+             recovery_weight: float = 1.0) -> torch.Tensor:
+    """ImageED reconstruction loss: per-patch-normalised MSE on masked patches + weight * MSE on visible ones.
+
+    pred, target: (B, L, D) patch pixels; mask: (B, L) bool, True = masked. With `norm_pix`, each target patch
+    is standardised by its own mean/std (MAE's norm_pix_loss).
+    """
+    if norm_pix:
+        mu = target.mean(-1, keepdim=True)
+        var = target.var(-1, keepdim=True, unbiased=False)
+        target = (target - mu) / (var + 1e-6).sqrt()
+    err = (pred - target).pow(2).mean(-1)
+    m = mask.float()
+    loss = (err * m).sum() / m.sum().clamp_min(1)
+    if recovery_weight:
+        loss = loss + recovery_weight * (err * (1 - m)).sum() / (1 - m).sum().clamp_min(1)
+    return loss
+
+
+def info_nce(za: torch.Tensor, zb: torch.Tensor, temperature: float = 0.1) -> torch.Tensor:
+    """Symmetric InfoNCE between paired embeddings za, zb (B, d): positives on the diagonal."""
+    za = F.normalize(za, dim=-1)
+    zb = F.normalize(zb, dim=-1)
+    logits = za @ zb.T / temperature
+    labels = torch.arange(len(za), device=za.device)
+    return 0.5 * (F.cross_entropy(logits, labels) + F.cross_entropy(logits.T, labels))
+
+
+class VisionEDViT(nn.Module):
+    """Multi-shot ViT over all shots jointly (spec §2.2).
+
+    Args:
+        img_size: image height = width (pixels). patch: patch size (pixels). in_chans: channels (RGB-D = 4).
+        n_shots: shots per molecule S. dim, depth, heads, mlp_ratio: transformer size.
+    Input: (B, S, C, H, W) uint8 (scaled by 1/255) or float in [0, 1]. forward() returns the CLS embedding (B, dim).
+    """
+
+    def __init__(self, img_size: int = 32, patch: int = 8, in_chans: int = 4, n_shots: int = 6, dim: int = 96,
+                 depth: int = 4, heads: int = 4, mlp_ratio: float = 4.0, dropout: float = 0.0) -> None:
+        super().__init__()
+        if img_size % patch:
+            raise ValueError(f"img_size ({img_size}) must be divisible by patch ({patch})")
+        if dim % heads:
+            raise ValueError(f"dim ({dim}) must be divisible by heads ({heads})")
+        self.config = dict(img_size=img_size, patch=patch, in_chans=in_chans, n_shots=n_shots, dim=dim,
+                           depth=depth, heads=heads, mlp_ratio=mlp_ratio, dropout=dropout)
+        self.img_size, self.patch, self.in_chans, self.n_shots, self.dim = img_size, patch, in_chans, n_shots, dim
+        self.grid = img_size // patch
+        self.n_patches = self.grid ** 2  # per shot
+        self.patch_embed = nn.Conv2d(in_chans, dim, patch, stride=patch)
+        self.register_buffer("pos_embed", sincos_2d(self.grid, dim), persistent=False)
+        self.shot_embed = nn.Parameter(torch.zeros(n_shots, dim))
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, dim))
+        self.blocks = nn.ModuleList([
+            nn.TransformerEncoderLayer(dim, heads, int(dim * mlp_ratio), dropout, activation="gelu",
+                                       batch_first=True, norm_first=True) for _ in range(depth)])
+        self.norm = nn.LayerNorm(dim)
+        nn.init.normal_(self.shot_embed, std=0.02)
+        nn.init.normal_(self.cls_token, std=0.02)
+        w = self.patch_embed.weight.data
+        nn.init.xavier_uniform_(w.view(w.shape[0], -1))
+
+    def check_images(self, x: torch.Tensor | np.ndarray) -> torch.Tensor:
+        """Validate (B, S, C, H, W) images and return float in [0, 1]."""
+        if isinstance(x, np.ndarray):
+            x = torch.from_numpy(x)
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"images must be a numpy array or torch tensor, got {type(x).__name__}")
+        want = (self.n_shots, self.in_chans, self.img_size, self.img_size)
+        if x.ndim != 5 or tuple(x.shape[2:]) != want[1:] or x.shape[1] > self.n_shots:
+            raise ValueError(f"images must have shape (B, {want[0]}, {want[1]}, {want[2]}, {want[3]}) for this "
+                             f"model config, got {tuple(x.shape)}")
+        return x.float() / 255.0 if x.dtype == torch.uint8 else x.float()
+
+    def embed(self, x: torch.Tensor) -> torch.Tensor:
+        """Patch tokens with positional + shot embeddings: (B, S, C, H, W) -> (B, S, P, dim)."""
+        x = self.check_images(x)
+        B, S = x.shape[:2]
+        tok = self.patch_embed(x.flatten(0, 1)).flatten(2).transpose(1, 2)  # (B*S, P, dim)
+        tok = tok.reshape(B, S, self.n_patches, self.dim)
+        return tok + self.pos_embed[None, None] + self.shot_embed[None, :S, None]
+
+    def encode(self, tokens: torch.Tensor) -> torch.Tensor:
+        """(B, L, dim) tokens -> (B, 1 + L, dim) after the CLS token, the blocks and the final norm."""
+        x = torch.cat([self.cls_token.expand(len(tokens), -1, -1), tokens], 1)
+        for blk in self.blocks:
+            x = blk(x)
+        return self.norm(x)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """CLS embedding (B, dim) of all shots."""
+        x = self.check_images(x)
+        if x.shape[1] != self.n_shots:
+            raise ValueError(f"images must have {self.n_shots} shots for this model config, got {x.shape[1]}")
+        return self.encode(self.embed(x).flatten(1, 2))[:, 0]
+
+    def save_pretrained(self, directory: str | Path) -> Path:
+        """Write config.json + model.pt to a local directory (no hub)."""
+        d = Path(directory)
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "config.json").write_text(json.dumps(self.config, indent=2))
+        torch.save(self.state_dict(), d / "model.pt")
+        return d
+
+    @classmethod
+    def from_pretrained(cls, directory: str | Path) -> VisionEDViT:
+        """Load a model written by `save_pretrained` (local directories only)."""
+        d = Path(directory)
+        if not (d / "config.json").exists():
+            raise FileNotFoundError(f"directory {d} has no config.json (written by save_pretrained)")
+        model = cls(**json.loads((d / "config.json").read_text()))
+        model.load_state_dict(torch.load(d / "model.pt", map_location="cpu", weights_only=True))
+        return model
+
+
+class _MIMDecoder(nn.Module):
+    """Light MAE decoder: visible latents + mask tokens -> per-patch pixels."""
+
+    def __init__(self, enc: VisionEDViT, dim: int = 64, depth: int = 1, heads: int = 4) -> None:
+        super().__init__()
+        self.proj = nn.Linear(enc.dim, dim)
+        self.mask_token = nn.Parameter(torch.zeros(1, 1, dim))
+        self.register_buffer("pos", sincos_2d(enc.grid, dim), persistent=False)
+        self.shot = nn.Parameter(torch.zeros(enc.n_shots, dim))
+        self.blocks = nn.ModuleList([nn.TransformerEncoderLayer(dim, heads, 4 * dim, 0.0, activation="gelu",
+                                                                batch_first=True, norm_first=True)
+                                     for _ in range(depth)])
+        self.norm = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, enc.in_chans * enc.patch ** 2)
+        nn.init.normal_(self.mask_token, std=0.02)
+        nn.init.normal_(self.shot, std=0.02)
+        self.n_patches = enc.n_patches
+
+    def forward(self, latent: torch.Tensor, ids_restore: torch.Tensor, n_shots: int) -> torch.Tensor:
+        x = self.proj(latent)
+        B, L = ids_restore.shape
+        vis = x[:, 1:]
+        full = torch.cat([vis, self.mask_token.expand(B, L - vis.shape[1], -1)], 1)
+        full = torch.gather(full, 1, ids_restore[..., None].expand(-1, -1, full.shape[-1]))
+        pe = (self.pos[None] + self.shot[:n_shots, None]).reshape(1, n_shots * self.n_patches, -1)
+        full = torch.cat([x[:, :1], full + pe], 1)
+        for blk in self.blocks:
+            full = blk(full)
+        return self.head(self.norm(full))[:, 1:]
+
+
+def _mlp(d_in: int, d_hidden: int, d_out: int) -> nn.Sequential:
+    return nn.Sequential(nn.Linear(d_in, d_hidden), nn.GELU(), nn.Linear(d_hidden, d_out))
+
+
+class VisionEDPretrainer(nn.Module):
+    """Physics-informed, cross-scale pretraining of a `VisionEDViT` (spec §2.3). See the module docstring.
+
+    Args:
+        model: the backbone (trained in place).
+        mask_ratio: fraction of patch tokens masked (EDG 0.25; default 0.5).
+        weights: {"phys": lambda_phys, "comp": lambda_comp, "con": lambda_con}; a weight of 0 switches a head off
+            (defaults 1.0, 0.5, 0.1). `mim` (default 1) may be given too.
+        decoder_dim, decoder_depth: the light MIM decoder. temperature: InfoNCE temperature (0.1).
+        lr, weight_decay, epochs, batch_size, seed: AdamW training loop settings.
+    After `fit`: `history_` (per-epoch mean of every loss term), `phys_mean_`, `phys_std_`.
+    """
+
+    def __init__(self, model: VisionEDViT, mask_ratio: float = 0.5, weights: dict[str, float] | None = None,
+                 decoder_dim: int = 64, decoder_depth: int = 1, temperature: float = 0.1, lr: float = 1e-3,
+                 weight_decay: float = 0.05, epochs: int = 30, batch_size: int = 32, seed: int = 0,
+                 progress: bool = False) -> None:
+        super().__init__()
+        if not isinstance(model, VisionEDViT):
+            raise TypeError(f"model must be a VisionEDViT, got {type(model).__name__}")
+        if not 0.0 <= mask_ratio < 1.0:
+            raise ValueError(f"mask_ratio must be in [0, 1), got {mask_ratio}")
+        w = {"mim": 1.0, "phys": 1.0, "comp": 0.5, "con": 0.1}
+        unknown = set(weights or {}) - set(w)
+        if unknown:
+            raise ValueError(f"weights: unknown keys {sorted(unknown)}; expected a subset of {sorted(w)}")
+        w.update(weights or {})
+        self.model, self.mask_ratio, self.weights, self.temperature = model, float(mask_ratio), w, temperature
+        self.lr, self.weight_decay, self.epochs, self.batch_size, self.seed = lr, weight_decay, epochs, batch_size, seed
+        self.progress = progress
+        d = model.dim
+        self.decoder = _MIMDecoder(model, decoder_dim, decoder_depth)
+        self.phys_head = _mlp(d, d, len(PHYS_KEYS))
+        self.comp_head = _mlp(d, d, len(COMP_KEYS))
+        self.proj_head = _mlp(d, d, 64)
+        self.history_: list[dict[str, float]] = []
+
+    # ------------------------------------------------------------------ losses
+    def _masked_encode(self, tokens: torch.Tensor, g: torch.Generator | None):
+        B, L, _ = tokens.shape
+        ids_keep, mask, ids_restore = random_masking(B, L, self.mask_ratio, g)
+        vis = torch.gather(tokens, 1, ids_keep[..., None].expand(-1, -1, tokens.shape[-1]))
+        return self.model.encode(vis), mask, ids_restore
+
+    def loss_terms(self, images: torch.Tensor, phys: torch.Tensor | None = None, comp: torch.Tensor | None = None,
+                   generator: torch.Generator | None = None) -> dict[str, torch.Tensor]:
+        """All enabled loss terms for one batch (images uint8 (B, S, C, H, W); phys z-scored (B, 9); comp (B, 7)).
+
+        Returns {"mim", "phys", "comp", "con", "total"} (disabled terms are absent, except "total").
+        """
+        x = self.model.check_images(images)
+        B, S = x.shape[:2]
+        tok = self.model.embed(x)  # (B, S, P, d)
+        out: dict[str, torch.Tensor] = {}
+        latent, mask, ids_restore = self._masked_encode(tok.flatten(1, 2), generator)
+        if self.weights["mim"]:
+            pred = self.decoder(latent, ids_restore, S)
+            out["mim"] = mim_loss(pred, patchify(x, self.model.patch), mask)
+        cls = latent[:, 0]
+        if self.weights["phys"] and phys is not None:
+            out["phys"] = F.mse_loss(self.phys_head(cls), phys)
+        if self.weights["comp"] and comp is not None:
+            out["comp"] = F.mse_loss(self.comp_head(cls), comp)
+        if self.weights["con"] and S >= 2 and B >= 2:
+            perm = torch.argsort(torch.rand(B, S, generator=generator), dim=1)
+            half = S // 2
+            views = []
+            for idx in (perm[:, :half], perm[:, half:2 * half]):
+                sel = torch.gather(tok, 1, idx[:, :, None, None].expand(-1, -1, tok.shape[2], tok.shape[3]))
+                lat, _, _ = self._masked_encode(sel.flatten(1, 2), generator)
+                views.append(self.proj_head(lat[:, 0]))
+            out["con"] = info_nce(views[0], views[1], self.temperature)
+        total = sum(self.weights[k] * v for k, v in out.items())
+        out["total"] = total if isinstance(total, torch.Tensor) else torch.zeros(())
+        return out
+
+    # ------------------------------------------------------------------ training
+    def _targets(self, pretext: dict[str, Sequence[float]] | None, n: int):
+        if pretext is None:
+            return None, None
+        check_no_leakage(list(pretext), [])
+        missing = [k for k in PHYS_KEYS + COMP_KEYS if k not in pretext]
+        if missing and (self.weights["phys"] or self.weights["comp"]):
+            raise ValueError(f"pretext is missing keys {missing} (from EDRecord.pretext)")
+        phys = np.stack([np.asarray(pretext[k], float) for k in PHYS_KEYS], 1)
+        comp = np.stack([np.asarray(pretext[k], float) for k in COMP_KEYS], 1)
+        if len(phys) != n:
+            raise ValueError(f"pretext arrays have {len(phys)} rows but images has {n}")
+        self.phys_mean_ = phys.mean(0)
+        self.phys_std_ = phys.std(0) + 1e-8
+        phys = (phys - self.phys_mean_) / self.phys_std_
+        return torch.tensor(phys, dtype=torch.float32), torch.tensor(comp, dtype=torch.float32)
+
+    def fit(self, images: np.ndarray | torch.Tensor, pretext: dict[str, Sequence[float]] | None = None
+            ) -> VisionEDPretrainer:
+        """Pretrain on `images` (N, S, C, H, W) uint8 with label-free `pretext` {key: (N,)} (PHYS_KEYS + COMP_KEYS)."""
+        from tqdm.auto import tqdm
+
+        x = self.model.check_images(images[:1])  # validates shape
+        del x
+        X = torch.as_tensor(np.asarray(images)) if not isinstance(images, torch.Tensor) else images
+        n = len(X)
+        phys, comp = self._targets(pretext, n)
+        torch.manual_seed(self.seed)
+        g = torch.Generator().manual_seed(self.seed)
+        params = [p for p in self.parameters() if p.requires_grad]
+        opt = torch.optim.AdamW(params, lr=self.lr, weight_decay=self.weight_decay)
+        self.train()
+        for ep in tqdm(range(self.epochs), desc="pretrain", disable=not self.progress, leave=False):
+            order = torch.randperm(n, generator=g)
+            sums: dict[str, float] = {}
+            nb = 0
+            for s in range(0, n, self.batch_size):
+                idx = order[s:s + self.batch_size]
+                if len(idx) < 2:
+                    continue
+                terms = self.loss_terms(X[idx], None if phys is None else phys[idx],
+                                        None if comp is None else comp[idx], g)
+                opt.zero_grad(set_to_none=True)
+                terms["total"].backward()
+                torch.nn.utils.clip_grad_norm_(params, 1.0)
+                opt.step()
+                for k, v in terms.items():
+                    sums[k] = sums.get(k, 0.0) + float(v.detach())
+                nb += 1
+            self.history_.append({k: v / max(nb, 1) for k, v in sums.items()} | {"epoch": ep})
+        self.eval()
+        return self
+
+
+# ---------------------------------------------------------------------------------------------- fine-tuning
+def _batches(n: int, bs: int, g: torch.Generator | None):
+    order = torch.randperm(n, generator=g) if g is not None else torch.arange(n)
+    return [order[s:s + bs] for s in range(0, n, bs)]
+
+
+def train_regressor(net: nn.Module, param_groups: list[dict[str, Any]], X: torch.Tensor, y: torch.Tensor,
+                    X_val: torch.Tensor | None = None, y_val: torch.Tensor | None = None, *, epochs: int = 30,
+                    batch_size: int = 32, weight_decay: float = 0.05, loss: str = "mse", patience: int | None = None,
+                    seed: int = 0, progress: bool = False, desc: str = "fine-tune") -> dict[str, Any]:
+    """Shared AdamW loop for the neural regressors: net(X[idx]) -> (B, T) on z-scored y (N, T).
+
+    Early stopping on validation MAE (z-scored units averaged over targets): the best epoch's weights are
+    restored. Returns {"best_epoch", "val_mae", "epoch_times", "train_loss"}.
+    """
+    from tqdm.auto import tqdm
+
+    if loss not in ("mse", "l1"):
+        raise ValueError(f"loss must be 'mse' or 'l1', got {loss!r}")
+    lossf = F.mse_loss if loss == "mse" else F.l1_loss
+    torch.manual_seed(seed)
+    g = torch.Generator().manual_seed(seed)
+    opt = torch.optim.AdamW(param_groups, weight_decay=weight_decay)
+    best, best_state, best_ep, bad = math.inf, None, -1, 0
+    hist: dict[str, list[float]] = {"epoch_times": [], "val_mae": [], "train_loss": []}
+    for ep in tqdm(range(epochs), desc=desc, disable=not progress, leave=False):
+        net.train()
+        t0 = time.perf_counter()
+        tot = 0.0
+        for idx in _batches(len(X), batch_size, g):
+            opt.zero_grad(set_to_none=True)
+            lv = lossf(net(X[idx]), y[idx])
+            lv.backward()
+            opt.step()
+            tot += float(lv.detach()) * len(idx)
+        hist["epoch_times"].append(time.perf_counter() - t0)
+        hist["train_loss"].append(tot / len(X))
+        if X_val is not None:
+            net.eval()
+            with torch.no_grad():
+                pv = torch.cat([net(X_val[idx]) for idx in _batches(len(X_val), 64, None)])
+            mae = float((pv - y_val).abs().mean())
+            hist["val_mae"].append(mae)
+            if mae < best:
+                best, best_ep, bad = mae, ep, 0
+                best_state = copy.deepcopy(net.state_dict())
+            else:
+                bad += 1
+                if patience is not None and bad > patience:
+                    break
+    if best_state is not None:
+        net.load_state_dict(best_state)
+    net.eval()
+    return {"best_epoch": best_ep, "val_mae": best, **hist}
+
+
+def _as_2d(y, name: str = "y") -> np.ndarray:
+    y = np.asarray(y, float)
+    if y.ndim == 1:
+        y = y[:, None]
+    if y.ndim != 2:
+        raise ValueError(f"{name} must have shape (N,) or (N, n_targets), got {y.shape}")
+    if not np.all(np.isfinite(y)):
+        raise ValueError(f"{name} contains NaN or inf")
+    return y
+
+
+class _Head(nn.Module):
+    def __init__(self, backbone: nn.Module, d: int, n_out: int, hidden: int = 64) -> None:
+        super().__init__()
+        self.backbone = backbone
+        self.head = _mlp(d, hidden, n_out)
+
+    def forward(self, x):
+        return self.head(self.backbone(x))
+
+
+class VisionEDRegressor:
+    """Property regressor on multi-shot images: CLS -> MLP(d -> 64 -> n_targets) (spec §2.3, fine-tuning).
+
+    Args:
+        backbone: a (pretrained) `VisionEDViT`, deep-copied; None -> a fresh one from `backbone_config`
+            (the "VisionED-scratch" baseline).
+        targets: target names, e.g. ["gap_eV"] (checked against the pretext names: no leakage).
+        lr_backbone (3e-4), lr_head (1e-3), weight_decay (0.05), epochs (30), batch_size (32),
+        loss ("mse" | "l1"), patience (None = run all epochs, keep the best validation epoch), seed.
+    fit(X, y, X_val=None, y_val=None): X uint8 (N, S, C, H, W); y (N,) or (N, T). predict(X) -> (N,) or (N, T).
+    """
+
+    def __init__(self, backbone: VisionEDViT | None = None, targets: Sequence[str] = ("gap_eV",), hidden: int = 64,
+                 lr_backbone: float = 3e-4, lr_head: float = 1e-3, weight_decay: float = 0.05, epochs: int = 30,
+                 batch_size: int = 32, loss: str = "mse", patience: int | None = None, seed: int = 0,
+                 backbone_config: dict[str, Any] | None = None, progress: bool = False) -> None:
+        if backbone is not None and not isinstance(backbone, VisionEDViT):
+            raise TypeError(f"backbone must be a VisionEDViT or None, got {type(backbone).__name__}")
+        self.targets = [targets] if isinstance(targets, str) else list(targets)
+        check_no_leakage(PHYS_KEYS + COMP_KEYS, self.targets)
+        self.backbone, self.hidden = backbone, hidden
+        self.lr_backbone, self.lr_head, self.weight_decay = lr_backbone, lr_head, weight_decay
+        self.epochs, self.batch_size, self.loss, self.patience, self.seed = epochs, batch_size, loss, patience, seed
+        self.backbone_config = backbone_config or {}
+        self.progress = progress
+
+    def fit(self, X, y, X_val=None, y_val=None) -> VisionEDRegressor:
+        torch.manual_seed(self.seed)
+        bb = copy.deepcopy(self.backbone) if self.backbone is not None else VisionEDViT(**self.backbone_config)
+        Xt = torch.as_tensor(np.asarray(X))
+        bb.check_images(Xt[:1])
+        if Xt.shape[1] != bb.n_shots:
+            raise ValueError(f"X must have {bb.n_shots} shots for this backbone, got {Xt.shape[1]}")
+        Y = _as_2d(y)
+        if len(Y) != len(Xt):
+            raise ValueError(f"X has {len(Xt)} rows but y has {len(Y)}")
+        if Y.shape[1] != len(self.targets):
+            raise ValueError(f"y has {Y.shape[1]} columns but targets={self.targets}")
+        self.y_mean_, self.y_std_ = Y.mean(0), Y.std(0) + 1e-8
+        self.net_ = _Head(bb, bb.dim, Y.shape[1], self.hidden)
+        Xv = Yv = None
+        if X_val is not None:
+            Xv = torch.as_tensor(np.asarray(X_val))
+            Yv = torch.tensor((_as_2d(y_val, "y_val") - self.y_mean_) / self.y_std_, dtype=torch.float32)
+        groups = [{"params": list(self.net_.backbone.parameters()), "lr": self.lr_backbone},
+                  {"params": list(self.net_.head.parameters()), "lr": self.lr_head}]
+        self.history_ = train_regressor(
+            self.net_, groups, Xt, torch.tensor((Y - self.y_mean_) / self.y_std_, dtype=torch.float32), Xv, Yv,
+            epochs=self.epochs, batch_size=self.batch_size, weight_decay=self.weight_decay, loss=self.loss,
+            patience=self.patience, seed=self.seed, progress=self.progress, desc="VisionED fine-tune")
+        return self
+
+    def predict(self, X) -> np.ndarray:
+        if not hasattr(self, "net_"):
+            raise RuntimeError("call fit before predict")
+        Xt = torch.as_tensor(np.asarray(X))
+        self.net_.eval()
+        with torch.no_grad():
+            p = torch.cat([self.net_(Xt[idx]) for idx in _batches(len(Xt), 64, None)]).numpy()
+        p = p * self.y_std_ + self.y_mean_
+        return p[:, 0] if p.shape[1] == 1 else p
