@@ -380,7 +380,7 @@ def conformer_from_smiles(smiles: str, seed: int = 0) -> tuple[np.ndarray, np.nd
     return z, mol.GetConformer().GetPositions(), Chem.GetFormalCharge(mol)
 
 
-def _run_scf(mol, method: str):
+def _run_scf(mol, method: str, backend: str = "cpu"):
     from pyscf import dft, scf
 
     m = method.upper()
@@ -398,6 +398,12 @@ def _run_scf(mol, method: str):
         mf.xc = method
     mf.conv_tol = 1e-9
     mf.max_cycle = 200
+    if backend == "gpu":  # GPU4PySCF (pip install gpu4pyscf-cuda12x); results are moved back for the cube
+        mf = mf.to_gpu()
+        mf.kernel()
+        return mf.to_cpu()
+    if backend != "cpu":
+        raise ValueError(f"backend must be 'cpu' or 'gpu', got {backend!r}")
     mf.kernel()
     if not mf.converged:
         mf = mf.newton()
@@ -407,7 +413,8 @@ def _run_scf(mol, method: str):
 
 def compute_record(atoms: Sequence[int | str], coords_A: np.ndarray, *, name: str = "", method: str = "HF",
                    basis: str = "sto-3g", charge: int = 0, spin: int = 0, grid_spacing: float = 0.25,
-                   margin: float = 4.0, pretext_iso: float = 0.05, canonicalize: bool = True) -> EDRecord:
+                   margin: float = 4.0, pretext_iso: float = 0.05, canonicalize: bool = True,
+                   backend: str = "cpu") -> EDRecord:
     """SCF + density cube + labels + pretext targets for one geometry (atoms, Angstrom coordinates)."""
     import time
 
@@ -428,7 +435,7 @@ def compute_record(atoms: Sequence[int | str], coords_A: np.ndarray, *, name: st
                          f"{int(z.sum()) - charge}: use method='UHF' with spin=1")
     t0 = time.perf_counter()
     mol = _build_mol(z, x, basis, charge, spin)
-    mf = _run_scf(mol, method)
+    mf = _run_scf(mol, method, backend)
     t_scf = time.perf_counter() - t0
     dm = mf.make_rdm1()
     if dm.ndim == 3:
@@ -520,6 +527,7 @@ class EDCalculator:
             None-like "" disables caching.
         n_workers: worker processes (each single-threaded BLAS: 2 threads per process were ~8x slower here).
         pretext_iso: isovalue (e/bohr^3) of the surface used for the ESP/area/volume pretext targets.
+        backend: "cpu" (PySCF) or "gpu" (GPU4PySCF via ``mf.to_gpu()``, for paper-scale featurisation).
 
     Example:
         >>> calc = EDCalculator(n_workers=2)
@@ -528,7 +536,8 @@ class EDCalculator:
     """
 
     def __init__(self, method: str = "HF", basis: str = "sto-3g", grid_spacing: float = 0.25, margin: float = 4.0,
-                 cache_dir: str | Path | None = None, n_workers: int = 2, pretext_iso: float = 0.05) -> None:
+                 cache_dir: str | Path | None = None, n_workers: int = 2, pretext_iso: float = 0.05,
+                 backend: str = "cpu") -> None:
         if not isinstance(method, str) or not method:
             raise ValueError(f"method must be a non-empty string like 'HF', got {method!r}")
         if grid_spacing <= 0:
@@ -543,6 +552,9 @@ class EDCalculator:
         self.grid_spacing, self.margin = float(grid_spacing), float(margin)
         self.n_workers = int(n_workers)
         self.pretext_iso = float(pretext_iso)
+        if backend not in ("cpu", "gpu"):
+            raise ValueError(f"backend must be 'cpu' or 'gpu', got {backend!r}")
+        self.backend = backend
         if cache_dir is None:
             from icml26.common import cache_dir as _cd
 
@@ -551,14 +563,14 @@ class EDCalculator:
 
     def _kwargs(self) -> dict[str, Any]:
         return {"method": self.method, "basis": self.basis, "grid_spacing": self.grid_spacing,
-                "margin": self.margin, "pretext_iso": self.pretext_iso}
+                "margin": self.margin, "pretext_iso": self.pretext_iso, "backend": self.backend}
 
     def cache_path(self, smiles: str, conformer_seed: int = 0) -> Path | None:
         """The cache file of one molecule (None when caching is off)."""
         if self.cache_dir is None:
             return None
-        key = json.dumps({"smiles": smiles, "seed": int(conformer_seed), "v": CACHE_VERSION, **self._kwargs()},
-                         sort_keys=True)
+        kw = {k: v for k, v in self._kwargs().items() if k != "backend"}  # same numbers on CPU and GPU
+        key = json.dumps({"smiles": smiles, "seed": int(conformer_seed), "v": CACHE_VERSION, **kw}, sort_keys=True)
         return self.cache_dir / f"{hashlib.sha1(key.encode()).hexdigest()[:20]}.npz"
 
     def compute(self, smiles: Sequence[str], conformer_seed: int = 0, progress: bool = True) -> list[EDRecord]:

@@ -82,7 +82,7 @@ def random_masking(B: int, L: int, mask_ratio: float, generator: torch.Generator
     if not 0.0 <= mask_ratio < 1.0:
         raise ValueError(f"mask_ratio must be in [0, 1), got {mask_ratio}")
     n_mask = int(math.floor(L * mask_ratio))
-    noise = torch.rand(B, L, generator=generator, device=device)
+    noise = torch.rand(B, L, generator=generator).to(device)  # CPU generator: same masks on any device
     ids_shuffle = torch.argsort(noise, dim=1)
     ids_restore = torch.argsort(ids_shuffle, dim=1)
     ids_keep = ids_shuffle[:, : L - n_mask]
@@ -117,6 +117,7 @@ def info_nce(za: torch.Tensor, zb: torch.Tensor, temperature: float = 0.1) -> to
     zb = F.normalize(zb, dim=-1)
     logits = za @ zb.T / temperature
     labels = torch.arange(len(za), device=za.device)
+    logits = logits.float()
     return 0.5 * (F.cross_entropy(logits, labels) + F.cross_entropy(logits.T, labels))
 
 
@@ -282,7 +283,7 @@ class VisionEDPretrainer(nn.Module):
     # ------------------------------------------------------------------ losses
     def _masked_encode(self, tokens: torch.Tensor, g: torch.Generator | None):
         B, L, _ = tokens.shape
-        ids_keep, mask, ids_restore = random_masking(B, L, self.mask_ratio, g)
+        ids_keep, mask, ids_restore = random_masking(B, L, self.mask_ratio, g, tokens.device)
         vis = torch.gather(tokens, 1, ids_keep[..., None].expand(-1, -1, tokens.shape[-1]))
         return self.model.encode(vis), mask, ids_restore
 
@@ -306,7 +307,7 @@ class VisionEDPretrainer(nn.Module):
         if self.weights["comp"] and comp is not None:
             out["comp"] = F.mse_loss(self.comp_head(cls), comp)
         if self.weights["con"] and S >= 2 and B >= 2:
-            perm = torch.argsort(torch.rand(B, S, generator=generator), dim=1)
+            perm = torch.argsort(torch.rand(B, S, generator=generator), dim=1).to(tok.device)
             half = S // 2
             views = []
             for idx in (perm[:, :half], perm[:, half:2 * half]):
