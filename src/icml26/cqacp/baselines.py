@@ -18,8 +18,8 @@
 - QRDirect   the base learner's own quantiles at alpha/2 and 1 - alpha/2 (no CF step): the ablation.
 
 Reconstruction notes [R]: ACI/NexCP/PID use symmetric |score| intervals; AgACI's BOA is the adaptive-rate
-gradient version (Wintenberger 2017) with a uniform prior; PID's K_I defaults to the range of the
-calibration scores and its quantile starts at the calibration split-conformal quantile (the reference code
+gradient version (Wintenberger 2017) with a uniform prior; PID's K_I defaults to the largest calibration
+|score| (R conformalForecast's default) and its quantile starts at the calibration split-conformal quantile (the reference code
 starts at 0 after a burn-in); EnbPI's quantiles are `np.quantile` (linear) rather than SPCI's percentiles at
 ceil(100 tau).
 """
@@ -369,7 +369,7 @@ class ConformalPID(_AbsScoreMethod):
     eta_t = lr * (max - min of the last `burnin` scores), r_t(x) = K_I tan(x log(t) / (t C_sat)) saturated at
     +-pi/2, C_sat = (2/pi)(ceil(log(T) delta) - 1/log(T)).
 
-    Args: lr (0.1), KI (None = range of the calibration scores), T (horizon used in C_sat, 1000), delta (0.01),
+    Args: lr (0.1), KI (None = max |calibration score|, as R conformalForecast), T (horizon used in C_sat, 1000), delta (0.01),
     burnin (100), scorecaster (None or "theta": a statsmodels ThetaModel forecast of the next score, refitted
     every step on the last `burnin` scores; slow).
     """
@@ -391,7 +391,7 @@ class ConformalPID(_AbsScoreMethod):
         self.scores_ = np.abs(y - y_hat)
         self.qP_ = np.array([conformal_quantile(self.scores_, lv) for lv in self.levels_])
         self.qP_ = np.where(np.isfinite(self.qP_), self.qP_, self.scores_.max())
-        self.KI_ = float(np.ptp(self.scores_)) if self.KI is None else float(self.KI)
+        self.KI_ = float(np.max(self.scores_)) if self.KI is None else float(self.KI)
         logT = np.log(self.T)
         self.Csat_ = 2 / np.pi * (np.ceil(logT * self.delta) - 1 / logT)
         self.err_sum_ = np.zeros(len(self.levels_))

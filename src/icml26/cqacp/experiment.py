@@ -23,8 +23,8 @@ import numpy as np
 
 __all__ = ["CONFIGS", "run", "run_cell", "build_methods", "METHODS"]
 
-METHODS = ["CQACP(QR)", "QR-direct", "CQACP(QRF)", "CQACP(QRF-SPCI)", "SPCI", "EnbPI", "ACI", "AgACI", "NexCP",
-           "PID"]
+METHODS = ["CQACP(QR)", "QR-direct", "CQACP(QRF)", "CQACP(QRF-SPCI)", "CQACP(QRF-SPCI)+ACI", "SPCI", "EnbPI",
+           "ACI", "AgACI", "NexCP", "PID"]
 QR_TAUS = [0.025, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.975]
 
 _BASE = {
@@ -86,6 +86,8 @@ def build_methods(config: dict, seed: int) -> dict[str, Any]:
                                              lv, window=w, refit_every=r, n_max=nm, random_state=seed),
         "CQACP(QRF-SPCI)": lambda: CQACPRegressor(ridge, spci_forest, lv, window=w, refit_every=r, n_max=nm,
                                                   random_state=seed),
+        "CQACP(QRF-SPCI)+ACI": lambda: CQACPRegressor(ridge, spci_forest, lv, window=w, refit_every=r, n_max=nm,
+                                                      adapt="aci", gamma=0.005, random_state=seed),
         "SPCI": lambda: SPCI(ridge, spci_forest, lv, window=w, refit_every=r, n_max=nm, random_state=seed),
         "EnbPI": lambda: EnbPI(ridge, lv, n_bootstrap=20, random_state=seed),
         "ACI": lambda: ACI(ridge, lv, gamma=0.005, window=config["aci_window"]),
@@ -267,7 +269,7 @@ def _claims(config: dict, cells_out: list[dict], i90: int) -> list:
 
     if {"CQACP(QR)", "QR-direct", "SPCI"} <= have:
         cq = {f"{c['series']}/s{c['seed']}": min(c["methods"][m]["nestedness"] for m in c["methods"]
-                                                 if m.startswith("CQACP")) for c in cells_out}
+                                                 if m.startswith("CQACP") and "+ACI" not in m) for c in cells_out}
         qd = {n: get(s0[n], "QR-direct", "nestedness", False) for n in names}
         sp = {n: get(s0[n], "SPCI", "nestedness", False) for n in names}
         n_qd = sum(v < 0.90 for v in qd.values())
@@ -311,6 +313,20 @@ def _claims(config: dict, cells_out: list[dict], i90: int) -> list:
             details=f"simulated coverages {sim}; real+sim seed-0 coverages CQACP(QR) "
                     f"{ {n: round(get(s0[n], 'CQACP(QR)', 'coverage'), 3) for n in names} }, QR-direct "
                     f"{ {n: round(get(s0[n], 'QR-direct', 'coverage'), 3) for n in names} }"))
+    if "CQACP(QRF-SPCI)+ACI" in have:
+        sim = {f"{c['series']}/s{c['seed']}": c["methods"]["CQACP(QRF-SPCI)+ACI"]["coverage"][i90]
+               for c in cells_out if c["series"] in config["sim_series"]}
+        nest = min(c["methods"]["CQACP(QRF-SPCI)+ACI"]["nestedness"] for c in cells_out)
+        claims.append(Claim(
+            id="C3-aci", statement="With the optional ACI level adaptation (adapt='aci', gamma=0.005), CQACP's "
+                                   "long-run coverage is close to nominal on the simulated series.",
+            metric="coverage at 90% of CQACP(QRF-SPCI)+ACI on the simulated series",
+            measured={"min": min(sim.values()) if sim else float("nan"),
+                      "max": max(sim.values()) if sim else float("nan"), "min_nestedness": nest},
+            threshold="every simulated series/seed in [0.85, 0.95] (report only; not a spec gate)",
+            held=bool(sim) and all(0.85 <= v <= 0.95 for v in sim.values()), gate=False,
+            details=f"coverages {sim}; per-level alpha_t adaptation can break nesting (min nestedness {nest:.3f})"
+                    " and gives infinite intervals when alpha_t <= 0"))
     if {"CQACP(QRF-SPCI)", "SPCI"} <= have:
         ratio = {n: get(s0[n], "CQACP(QRF-SPCI)", "width") / get(s0[n], "SPCI", "width") for n in names}
         mean_ratio = float(np.mean(list(ratio.values())))
@@ -354,7 +370,8 @@ def _figures(res, paths, cells_out, config, i90) -> None:
     from icml26.common.plotting import new_figure
 
     summ = _summary(cells_out, i90)
-    baselines = [m for m in summ if not m.startswith("CQACP") and m != "QR-direct"]
+    baselines = [m for m in summ if not m.startswith("CQACP") and m != "QR-direct"
+                 and m in paths["methods"] and np.isfinite(summ[m]["winkler_rel"])]
     strongest = min(baselines, key=lambda m: summ[m]["winkler_rel"]) if baselines else None
     ours = "CQACP(QRF)" if "CQACP(QRF)" in paths["methods"] else next(iter(paths["methods"]))
     y = paths["y"]
@@ -364,6 +381,7 @@ def _figures(res, paths, cells_out, config, i90) -> None:
             continue
         yp, pis = paths["methods"][m]
         t = np.arange(len(y))
+        pis = np.where(np.isfinite(pis), pis, np.nan)
         for li in range(len(config["levels"]) - 1, -1, -1):
             ax.fill_between(t, pis[:, 0, li], pis[:, 1, li], alpha=0.25, lw=0,
                             label=f"{config['levels'][li]:.0%}")
@@ -383,6 +401,7 @@ def _figures(res, paths, cells_out, config, i90) -> None:
         cov = [c["methods"][m]["coverage"][i90] for c in cells_out]
         wid = [c["methods"][m]["width"][i90] / c["methods"].get("CQACP(QRF)", c["methods"][m])["width"][i90]
                for c in cells_out]
+        wid = [v if np.isfinite(v) else np.nan for v in wid]
         ax1.bar(xs + j * wbar, cov, wbar, label=m)
         ax2.bar(xs + j * wbar, wid, wbar, label=m)
     ax1.axhline(0.9, color="k", lw=1, ls="--")
