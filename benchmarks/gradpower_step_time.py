@@ -24,6 +24,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--reps", type=int, default=30)
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--e2e-reps", type=int, default=6, help="full training steps (fwd+bwd+step) per arm; 0 = skip")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -64,6 +65,26 @@ def main() -> None:
            "ratio_gradpower_vs_adamw_foreach": round(med["gradpower(adamw_foreach)"] / med["adamw_foreach"], 3),
            "ratio_adamwpower_fused_vs_adamw_fused": round(med["adamwpower_fused"] / med["adamw_fused"], 3),
            "ratio_adamwpower_fused_vs_adamw_foreach": round(med["adamwpower_fused"] / med["adamw_foreach"], 3)}
+    if args.e2e_reps:
+        # whole training step (batch 8 x 128 tokens): the overhead a user sees
+        x = torch.randint(0, 256, (8, 129), device=args.device)
+        e2e = {"adamw_foreach": opts["adamw_foreach"], "adamwpower_foreach": opts["adamwpower_foreach"]}
+        t_e2e: dict[str, list[float]] = {k: [] for k in e2e}
+        for rep in range(args.e2e_reps + 1):
+            for k, opt in e2e.items():
+                sync()
+                t0 = time.perf_counter()
+                logits = model(x[:, :-1])
+                loss = torch.nn.functional.cross_entropy(logits.reshape(-1, 256), x[:, 1:].reshape(-1))
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+                sync()
+                if rep:
+                    t_e2e[k].append(time.perf_counter() - t0)
+        m2 = {k: 1e3 * statistics.median(v) for k, v in t_e2e.items()}
+        out["train_step_median_ms"] = {k: round(v, 1) for k, v in m2.items()}
+        out["train_step_ratio"] = round(m2["adamwpower_foreach"] / m2["adamw_foreach"], 3)
     print(json.dumps(out))
 
 
