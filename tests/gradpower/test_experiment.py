@@ -108,3 +108,31 @@ def test_paper_path_runs_on_cpu_with_a_tiny_model():
                             progress=False)
     assert out["steps"] == 3 and out["grad_accum"] == 2 and out["eval_steps"] == [2, 3]
     assert math.isfinite(out["final"])
+
+
+@pytest.mark.slow
+def test_hf_trainer_runs_adamwpower_with_wsd(tmp_path):
+    """HF Trainer(optimizers=(AdamWPower, wsd)) trains (slow: importing Trainer/accelerate takes ~20 s)."""
+    pytest.importorskip("accelerate")
+    from icml26.gradpower.paper import build_hf_trainer, build_model
+
+    torch.manual_seed(0)
+    model = build_model("llama_tiny", 50, 16)
+
+    class DS(torch.utils.data.Dataset):
+        def __len__(self):
+            return 16
+
+        def __getitem__(self, i):
+            x = torch.randint(0, 50, (16,), generator=torch.Generator().manual_seed(i))
+            return {"input_ids": x, "labels": x}
+
+    before = [p.detach().clone() for p in model.parameters()]
+    tr = build_hf_trainer(model, DS(), str(tmp_path), total_steps=3, lr=1e-2, per_device_train_batch_size=4,
+                          use_cpu=True, save_strategy="no", disable_tqdm=True)
+    out = tr.train()
+    inner = getattr(tr.optimizer, "optimizer", tr.optimizer)
+    from icml26.gradpower import AdamWPower
+
+    assert out.global_step == 3 and isinstance(inner, AdamWPower) and inner.param_groups[0]["power"] == 1.2
+    assert all(not torch.equal(a, p) for a, p in zip(before, model.parameters()))

@@ -260,9 +260,9 @@ def build_hf_trainer(model, train_dataset, output_dir: str, *, optimizer: str = 
 
     opt = make_optimizer(optimizer, model, lr=lr, betas=betas, weight_decay=weight_decay, power=power)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, wsd_lambda(total_steps, warmup_frac, decay_frac, min_ratio))
+    training_args.setdefault("report_to", [])
     args = TrainingArguments(output_dir=output_dir, max_steps=total_steps, learning_rate=lr,
-                             weight_decay=weight_decay, adam_beta1=betas[0], adam_beta2=betas[1],
-                             report_to=[], **training_args)
+                             weight_decay=weight_decay, adam_beta1=betas[0], adam_beta2=betas[1], **training_args)
     return Trainer(model=model, args=args, train_dataset=train_dataset, eval_dataset=eval_dataset,
                    optimizers=(opt, sched))
 
