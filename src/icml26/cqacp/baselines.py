@@ -30,7 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from icml26.cqacp._online import OnlineIntervalRegressor, block_bootstrap_indices, check_Xy, check_positive_int
+from icml26.cqacp._online import (OnlineIntervalRegressor, block_bootstrap_indices, check_confidence_level,
+                                  check_positive_int, check_Xy)
 from icml26.cqacp.quantile_learners import QRFLearner, linear_qr_learner
 from icml26.cqacp.regressor import CQACPRegressor, _EnsembleMean
 
@@ -237,7 +238,7 @@ class EnbPI(OnlineIntervalRegressor):
         keep = n_out > 0
         loo = (preds * out).sum(0)[keep] / n_out[keep]
         self.estimator_ = _EnsembleMean(self.ensemble_)
-        self.levels_ = np.atleast_1d(np.asarray(self.confidence_level, dtype=float))
+        self.levels_ = check_confidence_level(self.confidence_level)
         self._init_resid(y[keep] - loo)
         return self
 
@@ -249,7 +250,6 @@ class EnbPI(OnlineIntervalRegressor):
 
     def _conformalize_scores(self, X, y, y_hat):
         prev = getattr(self, "resid_", np.empty(0))
-        self.window_fixed_ = True
         r = np.concatenate([prev, y - y_hat])
         self.resid_ = r
         self.W_ = self.window or len(r)

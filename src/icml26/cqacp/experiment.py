@@ -397,13 +397,16 @@ def _figures(res, paths, cells_out, config, i90) -> None:
     ax1, ax2 = np.ravel(axes)
     xs = np.arange(len(series))
     wbar = 0.8 / len(methods)
+    import matplotlib
+
+    colors = matplotlib.colormaps["tab20"](np.linspace(0, 1, 20))[: len(methods)]
     for j, m in enumerate(methods):
         cov = [c["methods"][m]["coverage"][i90] for c in cells_out]
         wid = [c["methods"][m]["width"][i90] / c["methods"].get("CQACP(QRF)", c["methods"][m])["width"][i90]
                for c in cells_out]
         wid = [v if np.isfinite(v) else np.nan for v in wid]
-        ax1.bar(xs + j * wbar, cov, wbar, label=m)
-        ax2.bar(xs + j * wbar, wid, wbar, label=m)
+        ax1.bar(xs + j * wbar, cov, wbar, label=m, color=colors[j])
+        ax2.bar(xs + j * wbar, wid, wbar, label=m, color=colors[j])
     ax1.axhline(0.9, color="k", lw=1, ls="--")
     ax1.set_ylim(0.6, 1.0)
     ax1.set_ylabel("coverage at 90%")
