@@ -61,7 +61,9 @@ class CQACPRegressor(OnlineIntervalRegressor):
         residuals: "split" (scores of the conformalize block, default) or "enbpi" (LOO residuals of a
             block-bootstrap ensemble of `n_bootstrap` models on the training block; the point forecast is
             then the ensemble mean).
-        adapt: None (default) or "aci" (adaptive level alpha_t, step `gamma`).
+        adapt: None (default) or "aci" (adaptive level alpha_t per level, step `gamma`; restores long-run
+            coverage, but per-level alpha_t can cross, so nesting is then not guaranteed, and alpha_t <= 0
+            gives an infinite interval).
         gamma: ACI step (default 0.005).
         n_max: train the learner on at most the last n_max pairs (default None = all).
         n_bootstrap, block_length: EnbPI ensemble size (20) and bootstrap block length (None = n_train // 20).
