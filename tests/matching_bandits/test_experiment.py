@@ -36,3 +36,17 @@ def test_paper_config_code_path_runs_on_a_tiny_horizon():
     res = experiment.run(cfg)
     assert res.metrics["median_over_seeds"]["E4_pessimal/oracle"]["R(T)"] == 0.0
     assert res.metrics["median_over_seeds"]["E4_pessimal/random"]["I(T)"] > 0
+
+
+def test_backends():
+    import pytest
+
+    pytest.importorskip("joblib")
+    cfg = copy.deepcopy(experiment.CONFIGS["smoke"])
+    cfg.update(scale="smoke", T=30, n_seeds=1, backend="joblib", workers=1)
+    cfg["instances"] = {"E1": dict(cfg["instances"]["E1"], policies=["greedy", "random"])}
+    res = experiment.run(cfg)
+    assert res.metrics["median_over_seeds"]["E1/random"]["R(T)"] > 0
+    cfg["backend"] = "carrier-pigeon"
+    with pytest.raises(ValueError, match="backend"):
+        experiment.run(cfg)

@@ -33,7 +33,7 @@ _MARKET = {"n_players": 3, "n_arms": 4, "dim": 3, "n_prototypes": 6, "noise": 0.
 
 def _instances(period: int) -> dict[str, dict[str, Any]]:
     return {
-        "E1": {**_MARKET, "contexts": "finite", "min_gap": 0.1, "policies": ALL},
+        "E1": {**_MARKET, "contexts": "finite", "min_gap": 0.1, "policies": ALL + ["adaptive_opt"]},
         "E2_gap0.06": {**_MARKET, "contexts": "finite", "min_gap": 0.06, "policies": ["adaptive", "optimistic"]},
         "E2_gap0.2": {**_MARKET, "contexts": "finite", "min_gap": 0.2, "policies": ["adaptive", "optimistic"]},
         "E3": {**_MARKET, "contexts": "sphere", "policies": ALL},
@@ -65,10 +65,10 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "small": {"seed": 0, "n_seeds": 5, "T": 8000, "beta_scale": 0.5, "lam": 1.0, "workers": 2,
               "backend": "processes", "instances": _instances(period=2000)},
     # Spec section 7: N up to 50, K = 1.5 N, d = 20, T = 1e5, 50 seeds, theory radius c_beta = 1, gap sweep on a log
-    # grid, player- and arm-optimal benchmarks. Not run in CI; CPU-bound (no GPU needed); use backend "ray" or
-    # "joblib" on a many-core machine.
+    # grid, player- and arm-optimal benchmarks. Not run in CI; CPU-bound (no GPU needed). workers = 0: all CPUs;
+    # --set backend=joblib (pip install joblib) or backend=ray (pip install ray; one ray.remote task per job).
     "paper": {"seed": 0, "n_seeds": 50, "T": 100_000, "beta_scale": 1.0, "lam": 1.0, "workers": 0,
-              "backend": "joblib", "instances": _paper_instances()},
+              "backend": "processes", "instances": _paper_instances()},
 }
 
 
@@ -108,11 +108,17 @@ def _execute(jobs: list[dict[str, Any]], backend: str, workers: int) -> list[dic
     if backend == "processes":
         return run_parallel(run_job, jobs, workers=workers or None, desc=f"{SLUG}: {len(jobs)} runs")
     if backend == "joblib":
-        from joblib import Parallel, delayed
+        try:
+            from joblib import Parallel, delayed
+        except ModuleNotFoundError as e:
+            raise ModuleNotFoundError("backend='joblib' needs joblib: pip install joblib", name="joblib") from e
 
         return Parallel(n_jobs=workers or -1, verbose=5)(delayed(run_job)(**j) for j in jobs)
     if backend == "ray":
-        import ray
+        try:
+            import ray
+        except ModuleNotFoundError as e:
+            raise ModuleNotFoundError("backend='ray' needs ray: pip install 'ray[default]'", name="ray") from e
 
         if not ray.is_initialized():
             ray.init()
@@ -245,7 +251,7 @@ def _claims(by: dict[tuple[str, str], list[dict[str, Any]]], T: int) -> tuple[li
             details="R(T) medians: " + ", ".join(f"{p}={med('E3', p, 'sum_regret'):.1f}" for p in ex)))
     comp = {}
     for inst in ("E1", "E3", "E4"):
-        for pol in ("adaptive", "optimistic", "greedy"):
+        for pol in ("adaptive", "adaptive_opt", "optimistic", "greedy"):
             if (inst, pol) in by:
                 comp[f"{inst}_{pol}_R"] = med(inst, pol, "sum_regret")
                 comp[f"{inst}_{pol}_abs"] = med(inst, pol, "abs_regret")
@@ -272,13 +278,17 @@ def _figures(result: Result, by: dict[tuple[str, str], list[dict[str, Any]]]) ->
         fig, axes = new_figure(ncols=len(fams), width=4.6)
         axes = np.asarray(axes).ravel()
         for ax, fam in zip(axes, fams):
+            lo = 0.0
             for (inst, pol), runs in by.items():
                 if inst != fam or pol == "oracle":
                     continue
                 cps = np.asarray(runs[0]["checkpoints"])
-                ax.plot(cps, _median_curve(runs, "sum_regret"), label=_LABEL.get(pol, pol))
+                curve = _median_curve(runs, "sum_regret")
+                lo = min(lo, float(curve.min()))
+                ax.plot(cps, curve, label=_LABEL.get(pol, pol))
             ax.set_xscale("log")
             ax.set_yscale("symlog", linthresh=1.0)
+            ax.set_ylim(bottom=1.5 * lo if lo < 0 else 0.0)
             ax.set_title(f"{fam}: cumulative stable regret (median)")
             ax.set_xlabel("round t")
         axes[0].set_ylabel(r"$\sum_i R_i(t)$ (symlog)")
