@@ -36,8 +36,8 @@ _COMMON = {"sigma": 0.2, "reg_m": 1.0, "hidden": [64, 64, 64], "batch_size": 256
            "max_plan_cells": 5000, "tigon": True}
 
 CONFIGS: dict[str, dict[str, Any]] = {
-    "smoke": {**_COMMON, "seed": 0, "n_seeds": 1, "n0": 80, "n_iter": 100, "n_sims": 2, "n_var_sims": 3,
-              "n_ft_sims": 1, "tigon_iter": 3, "tigon_particles": 64, "tigon_steps": 5, "workers": 1},
+    "smoke": {**_COMMON, "seed": 0, "n_seeds": 1, "n0": 80, "n_iter": 60, "n_sims": 2, "n_var_sims": 2,
+              "n_ft_sims": 1, "tigon_iter": 2, "tigon_particles": 64, "tigon_steps": 5, "workers": 1},
     "small": {**_COMMON, "seed": 0, "n_seeds": 3, "n_iter": 2000, "n_sims": 20, "n_var_sims": 30, "n_ft_sims": 5,
               "tigon_iter": 600, "tigon_particles": 256, "tigon_steps": 20},
     # GPU configuration toward the paper's setting (not run in CI): pass --set h5ad=/path/to/data.h5ad
