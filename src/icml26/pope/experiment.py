@@ -224,13 +224,15 @@ def _claim_c(runs: list[dict]) -> Claim:
 
 
 # ------------------------------------------------------------------------------------------- figures
+_NAMES = {"pope": "PoPE", "rope": "RoPE", "alibi": "ALiBi", "nope": "NoPE"}
+
 def _fig_extrapolation(runs: list[dict], lengths: list[int], seeds: list[int]):
     fig, ax = new_figure()
     colors = {"pope": "#1f77b4", "rope": "#d62728", "alibi": "#2ca02c", "nope": "#7f7f7f"}
     for r in runs:
         ls = ["-", "--", ":", "-."][seeds.index(r["seed"]) % 4]
         ax.plot(lengths, [r["losses"][str(t)] for t in lengths], ls, marker="o", color=colors.get(r["arm"]),
-                label=f"{r['arm'].upper() if r['arm'] != 'nope' else 'NoPE'} seed {r['seed']}")
+                label=f"{_NAMES.get(r['arm'], r['arm'])} seed {r['seed']}")
     ax.axvline(lengths[0], color="k", lw=0.8, alpha=0.5)
     ax.set_xscale("log", base=2)
     ax.set_xlabel("evaluation context length (trained at %d)" % lengths[0])
@@ -258,7 +260,7 @@ def _fig_ii(runs: list[dict]):
         accs = [100 * r["accuracy"] for r in runs if r["arm"] == a]
         ax.bar(i, np.mean(accs), yerr=np.std(accs) if len(accs) > 1 else None, capsize=4)
         ax.scatter([i] * len(accs), accs, color="k", s=10, zorder=3)
-    ax.set_xticks(range(len(arms)), [a.upper() for a in arms])
+    ax.set_xticks(range(len(arms)), [_NAMES.get(a, a) for a in arms])
     ax.set_ylabel("test accuracy (%)")
     ax.set_title("Indirect Indexing")
     return fig
