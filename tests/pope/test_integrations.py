@@ -32,6 +32,20 @@ def test_hf_patch_rope_reproduces_the_unpatched_model():
     assert torch.allclose(ref, got, atol=1e-5)
 
 
+def test_hf_patch_qwen2():
+    torch.manual_seed(0)
+    cfg = transformers.Qwen2Config(vocab_size=97, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128)
+    model = transformers.Qwen2ForCausalLM(cfg).eval()
+    x = torch.randint(0, 97, (1, 9))
+    with torch.no_grad():
+        ref = model(x).logits
+        assert torch.allclose(patch_llama_attention(model, "rope")(x).logits, ref, atol=1e-5)
+        model2 = transformers.Qwen2ForCausalLM(cfg).eval()
+        patch_llama_attention(model2, "pope")
+        assert model2(x).logits.shape == (1, 9, 97)
+
+
 @pytest.mark.parametrize("impl", ["sdpa", "eager"])
 def test_hf_patch_pope_forward_cache_and_state_dict(impl):
     model = _tiny_llama()

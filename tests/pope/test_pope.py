@@ -188,6 +188,21 @@ def test_attention_kv_cache_and_gqa():
     assert torch.allclose(torch.cat(outs, dim=2), full, atol=1e-10)
 
 
+def test_attention_padding_mask():
+    B, H, T, d = 2, 2, 5, 4
+    pope = PoPE(d, H)
+    q, k, v = (_rand(B, H, T, d, seed=s) for s in (19, 20, 21))
+    keep = torch.ones(B, 1, 1, T, dtype=torch.bool)
+    keep[0, ..., :2] = False  # first two keys of sequence 0 are padding
+    out = attention(q, k, v, pope, attn_mask=keep)
+    q2, k2 = pope.encode(q, k)
+    w = (q2 @ k2.transpose(-1, -2)) / math.sqrt(d)
+    w = w.masked_fill(~(torch.ones(T, T, dtype=torch.bool).tril() & keep), float("-inf"))
+    want = torch.softmax(w, -1) @ v
+    assert torch.allclose(out[:, :, 2:], want[:, :, 2:], atol=1e-10)  # rows with at least one visible key
+    assert torch.allclose(out[1], attention(q, k, v, pope)[1], atol=1e-10)
+
+
 def test_alibi_and_nope_through_attention():
     B, H, T, d = 1, 4, 5, 4
     q, k, v = (_rand(B, H, T, d, seed=s) for s in (16, 17, 18))

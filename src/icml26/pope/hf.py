@@ -58,6 +58,8 @@ def _patched_forward(self, hidden_states, position_embeddings=None, attention_ma
         if hasattr(ALL_ATTENTION_FUNCTIONS, "get_interface") else \
         ALL_ATTENTION_FUNCTIONS.get(self.config._attn_implementation, _eager)
     kwargs.pop("position_ids", None)
+    if getattr(self, "sliding_window", None) is not None:  # Qwen2 / Mistral sliding-window layers
+        kwargs.setdefault("sliding_window", self.sliding_window)
     out, weights = interface(self, q, k, v, attention_mask, dropout=0.0 if not self.training else
                              self.attention_dropout, scaling=self.scaling, **kwargs)
     out = out.reshape(*input_shape, -1).contiguous()
