@@ -14,7 +14,7 @@ def test_ecfp_features_and_bad_smiles():
     assert X.shape == (2, 2048) and X.dtype == np.uint8 and X.sum() > 0
     with pytest.raises(ValueError, match=r"smiles\[1\]"):
         ecfp_features(["CCO", "not a smiles"])
-    est = ECFPRegressor("rf").fit(["CCO", "CCN", "CCC", "CCCl"], [1.0, 2.0, 3.0, 4.0])
+    est = ECFPRegressor("rf", n_estimators=10).fit(["CCO", "CCN", "CCC", "CCCl"], [1.0, 2.0, 3.0, 4.0])
     assert est.predict(["CCO"]).shape == (1,)
 
 
@@ -25,6 +25,14 @@ def test_pointnetpp_shapes_and_fps_prefix_property():
     assert (idx[:, :8] == fps_torch(pts[..., :3], 8)).all()
     with pytest.raises(ValueError, match="X"):
         PointCloudRegressor(epochs=1).fit(np.zeros((4, 64, 3)), np.zeros(4))
+    # FPS-ordered input: prefix centroids == running FPS in the network (same output)
+    order = fps_torch(pts[..., :3] / 5.0, 256)
+    ordered = pts[torch.arange(2)[:, None], order]
+    torch.manual_seed(0)
+    a = PointNetPPLite(n_out=2, fps_ordered=True)
+    b = PointNetPPLite(n_out=2, fps_ordered=False)
+    b.load_state_dict(a.state_dict())
+    assert torch.allclose(a(ordered), b(ordered), atol=1e-6)
 
 
 def test_molecule_library_is_deterministic():

@@ -23,7 +23,7 @@ import torch.nn as nn
 from icml26.visioned.model import _as_2d, _batches, train_regressor
 
 __all__ = ["ecfp_features", "ECFPRegressor", "PointNetPPLite", "PointNet", "PointCloudRegressor",
-           "fps_torch", "knn_group"]
+           "fps_torch"]
 
 
 def ecfp_features(smiles: Sequence[str], radius: int = 2, n_bits: int = 2048) -> np.ndarray:
@@ -91,16 +91,6 @@ def fps_torch(xyz: torch.Tensor, n: int) -> torch.Tensor:
     return idx
 
 
-def knn_group(xyz: torch.Tensor, feats: torch.Tensor | None, centres: torch.Tensor, k: int) -> torch.Tensor:
-    """Group the k nearest points of each centre: -> (B, M, k, 3 + F) with xyz relative to the centre."""
-    d = torch.cdist(centres, xyz)  # (B, M, N)
-    nn_idx = d.topk(k, dim=-1, largest=False).indices  # (B, M, k)
-    B = xyz.shape[0]
-    bi = torch.arange(B)[:, None, None]
-    rel = xyz[bi, nn_idx] - centres[:, :, None]
-    return rel if feats is None else torch.cat([rel, feats[bi, nn_idx]], -1)
-
-
 def _point_features(pc: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     xyz = pc[..., :3] / 5.0
     rho = torch.log10(pc[..., 3:4].clamp_min(1e-6)) / 3.0
@@ -108,33 +98,66 @@ def _point_features(pc: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 class PointNetPPLite(nn.Module):
-    """PointNet++-lite on ED point clouds (B, N, 4) -> (B, n_out). FPS centroids are recomputed per batch
-    (index 0 first; with `ed_point_cloud(method="fps")` inputs the centroids are the first 512 / 128 points)."""
+    """PointNet++-lite on ED point clouds (B, N, 4) -> (B, n_out).
+
+    Two set-abstraction layers: centroids by farthest-point sampling from index 0, k nearest neighbours, a
+    shared one-layer MLP (Linear + ReLU) on [xyz_j - xyz_centroid, f_j], max over the neighbours; then a global
+    max-pool and the MLP head. Two exact speed-ups, same function:
+    - with `fps_ordered=True` (default) the input rows are taken to be in FPS order already (what
+      `ed_point_cloud(method="fps")` returns); FPS is prefix-consistent, so the centroids are the first 512 / 128
+      points and no FPS loop runs. Set `fps_ordered=False` for arbitrary point order.
+    - the shared linear layer is applied per point before grouping (W [x_j - c, f_j] = (W_x x_j + W_f f_j) - W_x c),
+      and the centroid term and the ReLU are applied after the max over neighbours (both commute with it);
+      kNN indices may be precomputed once per cloud (`neighbours`).
+    """
 
     def __init__(self, n_out: int = 1, n_centroids: Sequence[int] = (512, 128), k: int = 16,
-                 widths: Sequence[int] = (64, 128), hidden: int = 64) -> None:
+                 widths: Sequence[int] = (64, 128), hidden: int = 64, fps_ordered: bool = True) -> None:
         super().__init__()
-        self.n_centroids, self.k = tuple(n_centroids), k
-        self.sa1 = nn.Sequential(nn.Linear(3 + 1, widths[0]), nn.ReLU())
-        self.sa2 = nn.Sequential(nn.Linear(3 + widths[0], widths[1]), nn.ReLU())
+        self.n_centroids, self.k, self.fps_ordered = tuple(n_centroids), k, fps_ordered
+        self.sa1 = nn.Linear(3 + 1, widths[0])
+        self.sa2 = nn.Linear(3 + widths[0], widths[1])
         self.head = nn.Sequential(nn.Linear(widths[1], hidden), nn.ReLU(), nn.Linear(hidden, n_out))
 
-    def forward(self, pc: torch.Tensor) -> torch.Tensor:
+    def _sizes(self, n: int) -> tuple[int, int]:
+        n1 = min(self.n_centroids[0], max(1, n // 2))  # smaller clouds: keep the 2x / 4x ratios
+        return n1, min(self.n_centroids[1], max(1, n1 // 4))
+
+    @torch.no_grad()
+    def neighbours(self, pc: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Centroid and kNN indices of both layers: (i1 (B, n1), nn1 (B, n1, k), i2 (B, n2), nn2 (B, n2, k))."""
         if pc.ndim != 3 or pc.shape[-1] != 4:
             raise ValueError(f"point clouds must have shape (B, N, 4), got {tuple(pc.shape)}")
-        xyz, rho = _point_features(pc.float())
+        xyz = pc[..., :3].float()
+        B, N = xyz.shape[:2]
+        n1, n2 = self._sizes(N)
+        bi = torch.arange(B)[:, None]
+        i1 = torch.arange(n1).expand(B, -1) if self.fps_ordered else fps_torch(xyz, n1)
+        c1 = xyz[bi, i1]
+        nn1 = torch.cdist(c1, xyz).topk(min(self.k, N), dim=-1, largest=False).indices
+        i2 = torch.arange(n2).expand(B, -1) if self.fps_ordered else fps_torch(c1, n2)
+        nn2 = torch.cdist(c1[bi, i2], c1).topk(min(self.k, n1), dim=-1, largest=False).indices
+        return i1, nn1, i2, nn2
+
+    @staticmethod
+    def _sa(lin: nn.Linear, xyz: torch.Tensor, feats: torch.Tensor, ci: torch.Tensor, nbr: torch.Tensor):
         B = len(xyz)
         bi = torch.arange(B)[:, None]
-        n1 = min(self.n_centroids[0], max(1, xyz.shape[1] // 2))  # smaller clouds: keep the 2x / 4x ratios
-        n2 = min(self.n_centroids[1], max(1, n1 // 4))
-        with torch.no_grad():
-            i1 = fps_torch(xyz, n1)
-        c1 = xyz[bi, i1]
-        f1 = self.sa1(knn_group(xyz, rho, c1, min(self.k, xyz.shape[1]))).amax(2)  # (B, 512, 64)
-        with torch.no_grad():
-            i2 = fps_torch(c1, n2)
-        c2 = c1[bi, i2]
-        f2 = self.sa2(knn_group(c1, f1, c2, min(self.k, n1))).amax(2)  # (B, 128, 128)
+        h = lin(torch.cat([xyz, feats], -1))  # (B, N, C): W_x x_j + W_f f_j + b
+        cen = xyz[bi, ci]  # (B, M, 3)
+        hc = cen @ lin.weight[:, :3].T  # (B, M, C): W_x c
+        # relu and "- W_x c" commute with the max over neighbours: max_k relu(h_j - hc) = relu(max_k h_j - hc)
+        g = h[torch.arange(B)[:, None, None], nbr].max(2).values  # (B, M, C)
+        return cen, torch.relu(g - hc)
+
+    def forward(self, pc: torch.Tensor, i1=None, nn1=None, i2=None, nn2=None) -> torch.Tensor:
+        if pc.ndim != 3 or pc.shape[-1] != 4:
+            raise ValueError(f"point clouds must have shape (B, N, 4), got {tuple(pc.shape)}")
+        if i1 is None:
+            i1, nn1, i2, nn2 = self.neighbours(pc)
+        xyz, rho = _point_features(pc.float())
+        c1, f1 = self._sa(self.sa1, xyz, rho, i1, nn1)  # (B, 512, 64)
+        _, f2 = self._sa(self.sa2, c1, f1, i2, nn2)  # (B, 128, 128)
         return self.head(f2.amax(1))
 
 
@@ -157,16 +180,17 @@ class PointCloudRegressor:
     """ED point-cloud property regressor: fit(X (N, n_points, 4), y) / predict(X).
 
     Args: arch ("pointnet++" | "pointnet"), lr (1e-3), weight_decay (0.05), epochs (30), batch_size (32),
-    loss ("mse" | "l1"), patience, seed.
+    loss ("mse" | "l1"), patience, seed, fps_ordered (rows of X in FPS order, as `ed_point_cloud` returns).
     """
 
     def __init__(self, arch: str = "pointnet++", lr: float = 1e-3, weight_decay: float = 0.05, epochs: int = 30,
                  batch_size: int = 32, loss: str = "mse", patience: int | None = None, seed: int = 0,
-                 progress: bool = False) -> None:
+                 fps_ordered: bool = True, progress: bool = False) -> None:
         if arch not in ("pointnet++", "pointnet"):
             raise ValueError(f"arch must be 'pointnet++' or 'pointnet', got {arch!r}")
         self.arch, self.lr, self.weight_decay, self.epochs = arch, lr, weight_decay, epochs
         self.batch_size, self.loss, self.patience, self.seed, self.progress = batch_size, loss, patience, seed, progress
+        self.fps_ordered = fps_ordered
 
     def fit(self, X, y, X_val=None, y_val=None) -> PointCloudRegressor:
         torch.manual_seed(self.seed)
@@ -177,11 +201,13 @@ class PointCloudRegressor:
         if len(Y) != len(Xt):
             raise ValueError(f"X has {len(Xt)} rows but y has {len(Y)}")
         self.y_mean_, self.y_std_ = Y.mean(0), Y.std(0) + 1e-8
-        self.net_ = PointNetPPLite(Y.shape[1]) if self.arch == "pointnet++" else PointNet(Y.shape[1])
+        self.net_ = (PointNetPPLite(Y.shape[1], fps_ordered=self.fps_ordered) if self.arch == "pointnet++"
+                     else PointNet(Y.shape[1]))
         Xv = Yv = None
         if X_val is not None:
-            Xv = torch.as_tensor(np.asarray(X_val, np.float32))
+            Xv = self._inputs(torch.as_tensor(np.asarray(X_val, np.float32)))
             Yv = torch.tensor((_as_2d(y_val, "y_val") - self.y_mean_) / self.y_std_, dtype=torch.float32)
+        Xt = self._inputs(Xt)
         self.history_ = train_regressor(
             self.net_, [{"params": list(self.net_.parameters()), "lr": self.lr}], Xt,
             torch.tensor((Y - self.y_mean_) / self.y_std_, dtype=torch.float32), Xv, Yv, epochs=self.epochs,
@@ -189,12 +215,19 @@ class PointCloudRegressor:
             seed=self.seed, progress=self.progress, desc=f"{self.arch} fit")
         return self
 
+    def _inputs(self, Xt: torch.Tensor):
+        """(X,) or (X, neighbour indices...): kNN groups depend only on the fixed geometry, computed once."""
+        if isinstance(self.net_, PointNetPPLite):
+            parts = [self.net_.neighbours(Xt[idx]) for idx in _batches(len(Xt), 64, None)]
+            return (Xt,) + tuple(torch.cat([p[j] for p in parts]) for j in range(4))
+        return (Xt,)
+
     def predict(self, X) -> np.ndarray:
         if not hasattr(self, "net_"):
             raise RuntimeError("call fit before predict")
-        Xt = torch.as_tensor(np.asarray(X, np.float32))
+        Xt = self._inputs(torch.as_tensor(np.asarray(X, np.float32)))
         self.net_.eval()
         with torch.no_grad():
-            p = torch.cat([self.net_(Xt[idx]) for idx in _batches(len(Xt), 64, None)]).numpy()
+            p = torch.cat([self.net_(*[x[idx] for x in Xt]) for idx in _batches(len(Xt[0]), 64, None)]).numpy()
         p = p * self.y_std_ + self.y_mean_
         return p[:, 0] if p.shape[1] == 1 else p

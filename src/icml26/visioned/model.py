@@ -385,6 +385,9 @@ def train_regressor(net: nn.Module, param_groups: list[dict[str, Any]], X: torch
                     seed: int = 0, progress: bool = False, desc: str = "fine-tune") -> dict[str, Any]:
     """Shared AdamW loop for the neural regressors: net(X[idx]) -> (B, T) on z-scored y (N, T).
 
+    X (and X_val) may be a tuple of tensors indexed together (net(*[x[idx] for x in X])), e.g. point clouds
+    with precomputed neighbour indices.
+
     Early stopping on validation MAE (z-scored units averaged over targets): the best epoch's weights are
     restored. Returns {"best_epoch", "val_mae", "epoch_times", "train_loss"}.
     """
@@ -396,24 +399,27 @@ def train_regressor(net: nn.Module, param_groups: list[dict[str, Any]], X: torch
     torch.manual_seed(seed)
     g = torch.Generator().manual_seed(seed)
     opt = torch.optim.AdamW(param_groups, weight_decay=weight_decay)
+    X = X if isinstance(X, tuple) else (X,)
+    if X_val is not None and not isinstance(X_val, tuple):
+        X_val = (X_val,)
     best, best_state, best_ep, bad = math.inf, None, -1, 0
     hist: dict[str, list[float]] = {"epoch_times": [], "val_mae": [], "train_loss": []}
     for ep in tqdm(range(epochs), desc=desc, disable=not progress, leave=False):
         net.train()
         t0 = time.perf_counter()
         tot = 0.0
-        for idx in _batches(len(X), batch_size, g):
+        for idx in _batches(len(y), batch_size, g):
             opt.zero_grad(set_to_none=True)
-            lv = lossf(net(X[idx]), y[idx])
+            lv = lossf(net(*[x[idx] for x in X]), y[idx])
             lv.backward()
             opt.step()
             tot += float(lv.detach()) * len(idx)
         hist["epoch_times"].append(time.perf_counter() - t0)
-        hist["train_loss"].append(tot / len(X))
+        hist["train_loss"].append(tot / len(y))
         if X_val is not None:
             net.eval()
             with torch.no_grad():
-                pv = torch.cat([net(X_val[idx]) for idx in _batches(len(X_val), 64, None)])
+                pv = torch.cat([net(*[x[idx] for x in X_val]) for idx in _batches(len(y_val), 64, None)])
             mae = float((pv - y_val).abs().mean())
             hist["val_mae"].append(mae)
             if mae < best:
