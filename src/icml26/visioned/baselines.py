@@ -180,12 +180,13 @@ class PointCloudRegressor:
     """ED point-cloud property regressor: fit(X (N, n_points, 4), y) / predict(X).
 
     Args: arch ("pointnet++" | "pointnet"), lr (1e-3), weight_decay (0.05), epochs (30), batch_size (32),
-    loss ("mse" | "l1"), patience, seed, fps_ordered (rows of X in FPS order, as `ed_point_cloud` returns).
+    loss ("mse" | "l1"), patience, seed, fps_ordered (rows of X in FPS order, as `ed_point_cloud` returns), device.
     """
 
     def __init__(self, arch: str = "pointnet++", lr: float = 1e-3, weight_decay: float = 0.05, epochs: int = 30,
                  batch_size: int = 32, loss: str = "mse", patience: int | None = None, seed: int = 0,
-                 fps_ordered: bool = True, progress: bool = False) -> None:
+                 fps_ordered: bool = True, progress: bool = False, device: str | torch.device = "cpu") -> None:
+        self.device = torch.device(device)
         if arch not in ("pointnet++", "pointnet"):
             raise ValueError(f"arch must be 'pointnet++' or 'pointnet', got {arch!r}")
         self.arch, self.lr, self.weight_decay, self.epochs = arch, lr, weight_decay, epochs
@@ -212,11 +213,12 @@ class PointCloudRegressor:
             self.net_, [{"params": list(self.net_.parameters()), "lr": self.lr}], Xt,
             torch.tensor((Y - self.y_mean_) / self.y_std_, dtype=torch.float32), Xv, Yv, epochs=self.epochs,
             batch_size=self.batch_size, weight_decay=self.weight_decay, loss=self.loss, patience=self.patience,
-            seed=self.seed, progress=self.progress, desc=f"{self.arch} fit")
+            seed=self.seed, progress=self.progress, desc=f"{self.arch} fit", device=self.device)
         return self
 
     def _inputs(self, Xt: torch.Tensor):
         """(X,) or (X, neighbour indices...): kNN groups depend only on the fixed geometry, computed once."""
+        self.net_.cpu()
         if isinstance(self.net_, PointNetPPLite):
             parts = [self.net_.neighbours(Xt[idx]) for idx in _batches(len(Xt), 64, None)]
             return (Xt,) + tuple(torch.cat([p[j] for p in parts]) for j in range(4))
@@ -228,6 +230,7 @@ class PointCloudRegressor:
         Xt = self._inputs(torch.as_tensor(np.asarray(X, np.float32)))
         self.net_.eval()
         with torch.no_grad():
-            p = torch.cat([self.net_(*[x[idx] for x in Xt]) for idx in _batches(len(Xt[0]), 64, None)]).numpy()
+            p = torch.cat([self.net_(*[x[idx].to(self.device) for x in Xt]).cpu()
+                           for idx in _batches(len(Xt[0]), 64, None)]).numpy()
         p = p * self.y_std_ + self.y_mean_
         return p[:, 0] if p.shape[1] == 1 else p

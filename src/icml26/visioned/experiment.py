@@ -31,7 +31,7 @@ _COMMON: dict[str, Any] = {
     "n_views": 6, "isovalues": [0.05], "esp": "charges", "fov": 12.0,
     "mask_ratio": 0.5, "w_phys": 1.0, "w_comp": 0.5, "w_con": 0.1, "pretrain_lr": 1e-3, "batch_size": 32,
     "label_fractions": [0.25, 1.0], "pc_threshold": 1e-3, "pc_arch": "pointnet++", "workers": 2,
-    "report_ood": False, "cache": "",
+    "report_ood": False, "cache": "", "device": "cpu", "backend": "cpu",
 }
 CONFIGS: dict[str, dict[str, Any]] = {
     "smoke": _COMMON | {
@@ -50,7 +50,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "n_molecules": 332, "max_heavy_atoms": 8, "method": "B3LYP", "basis": "6-31g**", "grid_spacing": 0.2,
         "esp": "exact", "img_size": 224, "patch": 16, "dim": 768, "depth": 12, "heads": 12, "mask_ratio": 0.25,
         "pretrain_epochs": 100, "finetune_epochs": 100, "n_points": 2048, "pretrain_lr": 1.5e-4,
-        "report_ood": True, "workers": 8,
+        "report_ood": True, "workers": 8, "device": "cuda", "backend": "gpu",
     },
 }
 
@@ -96,8 +96,8 @@ def _pretrain_job(images: np.ndarray, pretext: dict[str, list[float]], cfg: dict
     pt = VisionEDPretrainer(model, mask_ratio=cfg["mask_ratio"],
                             weights={"phys": cfg["w_phys"], "comp": cfg["w_comp"], "con": cfg["w_con"]},
                             lr=cfg["pretrain_lr"], epochs=cfg["pretrain_epochs"], batch_size=cfg["batch_size"],
-                            seed=cfg["seed"]).fit(images, pretext)
-    return {"kind": "pretrain", "state": {k: v.numpy() for k, v in model.state_dict().items()},
+                            seed=cfg["seed"], device=cfg["device"]).fit(images, pretext)
+    return {"kind": "pretrain", "state": {k: v.cpu().numpy() for k, v in model.state_dict().items()},
             "history": pt.history_, "time_s": time.perf_counter() - t0}
 
 
@@ -111,7 +111,7 @@ def _fit_job(kind: str, seed: int, frac: float, split: tuple, X: Any, y: np.ndar
 
     tr, va, te = split
     t0 = time.perf_counter()
-    common = {"epochs": cfg["finetune_epochs"], "batch_size": cfg["batch_size"], "seed": seed}
+    common = {"epochs": cfg["finetune_epochs"], "batch_size": cfg["batch_size"], "seed": seed, "device": cfg["device"]}
     if kind in ("vit_pre", "vit_scratch"):
         bb = None
         if kind == "vit_pre":
@@ -255,7 +255,8 @@ def run(config: dict[str, Any]) -> Result:
     mols = stratified_sample(lib, min(cfg["n_molecules"], len(lib)), seed=cfg["data_seed"])
     smiles = [m["smiles"] for m in mols]
     calc = EDCalculator(method=cfg["method"], basis=cfg["basis"], grid_spacing=cfg["grid_spacing"],
-                        margin=cfg["margin"], cache_dir=cfg["cache"] or None, n_workers=cfg["workers"])
+                        margin=cfg["margin"], cache_dir=cfg["cache"] or None, n_workers=cfg["workers"],
+                        backend=cfg["backend"])
     n_cached = sum(1 for s in smiles if calc.cache_path(s, cfg["conformer_seed"]).exists()) if calc.cache_dir else 0
     t0 = time.perf_counter()
     recs = calc.compute(smiles, conformer_seed=cfg["conformer_seed"])

@@ -252,15 +252,16 @@ class VisionEDPretrainer(nn.Module):
         weights: {"phys": lambda_phys, "comp": lambda_comp, "con": lambda_con}; a weight of 0 switches a head off
             (defaults 1.0, 0.5, 0.1). `mim` (default 1) may be given too.
         decoder_dim, decoder_depth: the light MIM decoder. temperature: InfoNCE temperature (0.1).
-        lr, weight_decay, epochs, batch_size, seed: AdamW training loop settings.
+        lr, weight_decay, epochs, batch_size, seed: AdamW training loop settings. device: where to train.
     After `fit`: `history_` (per-epoch mean of every loss term), `phys_mean_`, `phys_std_`.
     """
 
     def __init__(self, model: VisionEDViT, mask_ratio: float = 0.5, weights: dict[str, float] | None = None,
                  decoder_dim: int = 64, decoder_depth: int = 1, temperature: float = 0.1, lr: float = 1e-3,
                  weight_decay: float = 0.05, epochs: int = 30, batch_size: int = 32, seed: int = 0,
-                 progress: bool = False) -> None:
+                 progress: bool = False, device: str | torch.device = "cpu") -> None:
         super().__init__()
+        self.device = torch.device(device)
         if not isinstance(model, VisionEDViT):
             raise TypeError(f"model must be a VisionEDViT, got {type(model).__name__}")
         if not 0.0 <= mask_ratio < 1.0:
@@ -348,9 +349,11 @@ class VisionEDPretrainer(nn.Module):
         phys, comp = self._targets(pretext, n)
         torch.manual_seed(self.seed)
         g = torch.Generator().manual_seed(self.seed)
+        self.to(self.device)
         params = [p for p in self.parameters() if p.requires_grad]
         opt = torch.optim.AdamW(params, lr=self.lr, weight_decay=self.weight_decay)
         self.train()
+        dev = self.device
         for ep in tqdm(range(self.epochs), desc="pretrain", disable=not self.progress, leave=False):
             order = torch.randperm(n, generator=g)
             sums: dict[str, float] = {}
@@ -359,8 +362,8 @@ class VisionEDPretrainer(nn.Module):
                 idx = order[s:s + self.batch_size]
                 if len(idx) < 2:
                     continue
-                terms = self.loss_terms(X[idx], None if phys is None else phys[idx],
-                                        None if comp is None else comp[idx], g)
+                terms = self.loss_terms(X[idx].to(dev), None if phys is None else phys[idx].to(dev),
+                                        None if comp is None else comp[idx].to(dev), g)
                 opt.zero_grad(set_to_none=True)
                 terms["total"].backward()
                 torch.nn.utils.clip_grad_norm_(params, 1.0)
@@ -382,7 +385,8 @@ def _batches(n: int, bs: int, g: torch.Generator | None):
 def train_regressor(net: nn.Module, param_groups: list[dict[str, Any]], X: torch.Tensor, y: torch.Tensor,
                     X_val: torch.Tensor | None = None, y_val: torch.Tensor | None = None, *, epochs: int = 30,
                     batch_size: int = 32, weight_decay: float = 0.05, loss: str = "mse", patience: int | None = None,
-                    seed: int = 0, progress: bool = False, desc: str = "fine-tune") -> dict[str, Any]:
+                    seed: int = 0, progress: bool = False, desc: str = "fine-tune",
+                    device: str | torch.device = "cpu") -> dict[str, Any]:
     """Shared AdamW loop for the neural regressors: net(X[idx]) -> (B, T) on z-scored y (N, T).
 
     X (and X_val) may be a tuple of tensors indexed together (net(*[x[idx] for x in X])), e.g. point clouds
@@ -403,6 +407,7 @@ def train_regressor(net: nn.Module, param_groups: list[dict[str, Any]], X: torch
     if X_val is not None and not isinstance(X_val, tuple):
         X_val = (X_val,)
     best, best_state, best_ep, bad = math.inf, None, -1, 0
+    net.to(device)
     hist: dict[str, list[float]] = {"epoch_times": [], "val_mae": [], "train_loss": []}
     for ep in tqdm(range(epochs), desc=desc, disable=not progress, leave=False):
         net.train()
@@ -410,7 +415,7 @@ def train_regressor(net: nn.Module, param_groups: list[dict[str, Any]], X: torch
         tot = 0.0
         for idx in _batches(len(y), batch_size, g):
             opt.zero_grad(set_to_none=True)
-            lv = lossf(net(*[x[idx] for x in X]), y[idx])
+            lv = lossf(net(*[x[idx].to(device) for x in X]), y[idx].to(device))
             lv.backward()
             opt.step()
             tot += float(lv.detach()) * len(idx)
@@ -419,7 +424,8 @@ def train_regressor(net: nn.Module, param_groups: list[dict[str, Any]], X: torch
         if X_val is not None:
             net.eval()
             with torch.no_grad():
-                pv = torch.cat([net(*[x[idx] for x in X_val]) for idx in _batches(len(y_val), 64, None)])
+                pv = torch.cat([net(*[x[idx].to(device) for x in X_val]).cpu()
+                                for idx in _batches(len(y_val), 64, None)])
             mae = float((pv - y_val).abs().mean())
             hist["val_mae"].append(mae)
             if mae < best:
@@ -464,14 +470,16 @@ class VisionEDRegressor:
             (the "VisionED-scratch" baseline).
         targets: target names, e.g. ["gap_eV"] (checked against the pretext names: no leakage).
         lr_backbone (3e-4), lr_head (1e-3), weight_decay (0.05), epochs (30), batch_size (32),
-        loss ("mse" | "l1"), patience (None = run all epochs, keep the best validation epoch), seed.
+        loss ("mse" | "l1"), patience (None = run all epochs, keep the best validation epoch), seed, device.
     fit(X, y, X_val=None, y_val=None): X uint8 (N, S, C, H, W); y (N,) or (N, T). predict(X) -> (N,) or (N, T).
     """
 
     def __init__(self, backbone: VisionEDViT | None = None, targets: Sequence[str] = ("gap_eV",), hidden: int = 64,
                  lr_backbone: float = 3e-4, lr_head: float = 1e-3, weight_decay: float = 0.05, epochs: int = 30,
                  batch_size: int = 32, loss: str = "mse", patience: int | None = None, seed: int = 0,
-                 backbone_config: dict[str, Any] | None = None, progress: bool = False) -> None:
+                 backbone_config: dict[str, Any] | None = None, progress: bool = False,
+                 device: str | torch.device = "cpu") -> None:
+        self.device = torch.device(device)
         if backbone is not None and not isinstance(backbone, VisionEDViT):
             raise TypeError(f"backbone must be a VisionEDViT or None, got {type(backbone).__name__}")
         self.targets = [targets] if isinstance(targets, str) else list(targets)
@@ -505,7 +513,8 @@ class VisionEDRegressor:
         self.history_ = train_regressor(
             self.net_, groups, Xt, torch.tensor((Y - self.y_mean_) / self.y_std_, dtype=torch.float32), Xv, Yv,
             epochs=self.epochs, batch_size=self.batch_size, weight_decay=self.weight_decay, loss=self.loss,
-            patience=self.patience, seed=self.seed, progress=self.progress, desc="VisionED fine-tune")
+            patience=self.patience, seed=self.seed, progress=self.progress, desc="VisionED fine-tune",
+            device=self.device)
         return self
 
     def predict(self, X) -> np.ndarray:
@@ -514,6 +523,6 @@ class VisionEDRegressor:
         Xt = torch.as_tensor(np.asarray(X))
         self.net_.eval()
         with torch.no_grad():
-            p = torch.cat([self.net_(Xt[idx]) for idx in _batches(len(Xt), 64, None)]).numpy()
+            p = torch.cat([self.net_(Xt[idx].to(self.device)).cpu() for idx in _batches(len(Xt), 64, None)]).numpy()
         p = p * self.y_std_ + self.y_mean_
         return p[:, 0] if p.shape[1] == 1 else p
