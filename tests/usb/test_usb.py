@@ -345,3 +345,27 @@ def test_experiment_smoke():
     assert {"embeddings", "counts", "heldout_t2"} <= set(res._pending_figures)
     for name in ("smoke", "small", "paper"):
         assert isinstance(experiment.CONFIGS[name]["seed"], int)
+
+
+def test_paper_path_reads_h5ad(tmp_path):
+    anndata = pytest.importorskip("anndata")
+    import pandas as pd
+
+    from icml26.usb import experiment
+
+    snaps, times = _toy(n=30)
+    snaps.append(snaps[-1] + [1.0, 0.0])
+    times = np.append(times, 3.0)
+    x = np.vstack(snaps)
+    obs = pd.DataFrame({"day": np.concatenate([np.full(len(s), t) for s, t in zip(snaps, times)])})
+    obs.index = obs.index.astype(str)
+    adata = anndata.AnnData(X=np.zeros((len(x), 2), dtype=np.float32), obs=obs)
+    adata.obsm["X_pca"] = x
+    path = tmp_path / "toy.h5ad"
+    adata.write_h5ad(path)
+    cfg = dict(experiment.CONFIGS["paper"], scale="paper", h5ad=str(path), time_key="day", device="cpu",
+               n_iter=10, batch_size=32, hidden=[16, 16])
+    res = experiment.run(cfg)
+    assert res.metrics["n_cells"] == [len(s) for s in snaps]
+    assert set(res.metrics["table"]) == {"USB", "SF2M", "OTCFM", "UOTCFM"}
+    assert res.claims[0].id == "C1"
