@@ -13,7 +13,6 @@ import argparse
 import json
 import time
 
-import numpy as np
 import torch
 
 

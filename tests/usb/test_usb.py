@@ -369,3 +369,26 @@ def test_paper_path_reads_h5ad(tmp_path):
     assert res.metrics["n_cells"] == [len(s) for s in snaps]
     assert set(res.metrics["table"]) == {"USB", "SF2M", "OTCFM", "UOTCFM"}
     assert res.claims[0].id == "C1"
+
+
+@pytest.mark.slow
+def test_balanced_limit_on_ou_series_slow():
+    """Constant-size OU snapshots: USB learns ~zero growth and predicts the held-out time as well as SF2M."""
+    rng = np.random.default_rng(0)
+    theta, sig, n = 1.0, 0.3, 200
+    times = np.array([0.0, 1.0, 2.0, 3.0])
+
+    def marginal(t):
+        mean = np.array([2.0, -1.0]) * math.exp(-theta * t)
+        var = 0.1**2 * math.exp(-2 * theta * t) + sig**2 / (2 * theta) * (1 - math.exp(-2 * theta * t))
+        return mean + math.sqrt(var) * rng.normal(size=(n, 2))
+
+    snaps = [marginal(t) for t in times]
+    keep = [0, 1, 3]
+    usb = UnbalancedSchrodingerBridge(sigma=sig, n_iter=1500, seed=0).fit([snaps[i] for i in keep], times[keep])
+    sf2m = SF2M(sigma=sig, n_iter=1500, seed=0).fit([snaps[i] for i in keep], times[keep])
+    g = np.concatenate([usb.growth(snaps[i], times[i]) for i in range(4)])
+    assert abs(g.mean()) < 0.1
+    w_usb = np.mean([wasserstein(usb.simulate(snaps[1], [1.0, 2.0], seed=s).positions[-1], snaps[2]) for s in range(5)])
+    w_sf = np.mean([wasserstein(sf2m.simulate(snaps[1], [1.0, 2.0], seed=s).positions[-1], snaps[2]) for s in range(5)])
+    assert w_usb <= 1.15 * w_sf

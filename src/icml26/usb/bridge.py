@@ -25,7 +25,6 @@ and UOT-CFM (see baselines.py).
 
 from __future__ import annotations
 
-import copy
 import math
 import time
 from collections.abc import Sequence
@@ -37,15 +36,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from icml26.usb.coupling import (
-    LOG_R_CLIP,
-    UOTPlan,
-    balanced_plan,
-    bridge_sample,
-    bridge_targets,
-    semi_relaxed_uot,
-    unbalanced_plan,
-)
+from icml26.usb.coupling import balanced_plan, bridge_sample, bridge_targets, semi_relaxed_uot, unbalanced_plan
 from icml26.usb.rates import growth_penalty, split_birth_death
 from icml26.usb.simulate import MODES, SimulationResult, simulate_population
 
@@ -398,16 +389,13 @@ class UnbalancedSchrodingerBridge:
     def _loss(self, x0, x1, tau, dt, tk, logr, gen) -> torch.Tensor:
         """Spec 2.2 step 4 on one minibatch of coupled pairs."""
         dev = x0.device
+        tau_c = tau.reshape(-1, 1)
         if self._bridge:
-            noise = torch.randn(x0.shape, generator=gen).to(dev)
-            tau_c = tau.reshape(-1, 1)
-            mu = (1 - tau_c) * x0 + tau_c * x1
+            xt, _, noise = bridge_sample(x0, x1, tau, self.sigma, dt, gen)
             std = self.sigma * torch.sqrt(dt.reshape(-1, 1) * tau_c * (1 - tau_c))
-            xt = mu + std * noise
             u, _ = bridge_targets(x0, x1, xt, tau, self.sigma, dt)
         else:  # CFM: x_tau = mu + sigma eps (constant width), u = (x1 - x0)/dt
             noise = torch.randn(x0.shape, generator=gen).to(dev)
-            tau_c = tau.reshape(-1, 1)
             xt = (1 - tau_c) * x0 + tau_c * x1 + self.sigma * noise
             u = (x1 - x0) / dt.reshape(-1, 1)
             std = None
@@ -567,8 +555,3 @@ class UnbalancedSchrodingerBridge:
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items() if k not in ("progress",))
         return f"{type(self).__name__}({args})"
-
-    def __deepcopy__(self, memo):  # nets included; used by sklearn-style clone patterns
-        new = type(self).__new__(type(self))
-        new.__dict__ = copy.deepcopy(self.__dict__, memo)
-        return new

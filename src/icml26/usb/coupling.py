@@ -283,7 +283,8 @@ def bridge_sample(
     tau = tau.reshape(-1, 1)
     dt_t = torch.as_tensor(dt, dtype=x0.dtype, device=x0.device).reshape(-1, 1)
     mu = (1.0 - tau) * x0 + tau * x1
-    eps = torch.randn(x0.shape, generator=generator, dtype=x0.dtype, device=x0.device)
+    noise_device = generator.device if generator is not None else x0.device
+    eps = torch.randn(x0.shape, generator=generator, dtype=x0.dtype, device=noise_device).to(x0.device)
     std = sigma * torch.sqrt(dt_t * tau * (1.0 - tau))
     return mu + std * eps, mu, eps
 
