@@ -1,0 +1,348 @@
+"""The TIE output-length predictor (spec §2.3): prompt -> (μ, σ) of a log-t length distribution.
+
+Architecture (official `train/model_train.py`): encoder features -> two independent branches (μ and σ), each
+Linear(d→256)-LayerNorm-GELU-Dropout(0.2)-Linear(256→256)-LayerNorm-GELU-Dropout(0.2) -> head
+Linear(256→128)-GELU-Dropout(0.1)-Linear(128→1). Targets normalised: μ z-scored; σ -> log1p(σ) then z-scored
+(train-split statistics, saved with the model). Loss MSE(μ) + w_σ·MSE(σ), w_σ rising linearly 3 -> 4 over the
+epochs; AdamW (weight decay 0.01), linear warmup over 10% of the steps then linear decay, grad-clip 1.0, batch 32,
+WeightedRandomSampler (weight 1.5 if μ > 5.5 or σ > 1.0; 2.0 if μ > 6.0 or σ > 1.3).
+
+Deviations (CPU version, spec §2.3): the encoder is frozen (embeddings computed once, e.g. MiniLM, 384-d),
+so only the head trains; with a frozen encoder the paper's fine-tuning learning rates (2e-5 / 5e-5) are far too
+small for a freshly initialised head, so the default is lr = 1e-3 (documented in docs/tie.md). Input features
+are standardised with training statistics. No validation split inside `fit` (the caller holds out data).
+Optional [R] `target="nll"`: train directly on observed lengths with the (censored) log-t negative
+log-likelihood, σ = softplus(head) + 1e-3 — usable with a single sample per prompt.
+`family="lognormal"` gives the identically trained log-normal ablation (targets from `fit_lognormal`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from icml26.tie.dist import LogNormal, LogT, _t_logsf_torch, fit_lognormal, fit_logt
+from icml26.tie.encoders import check_texts
+from icml26.tie.score import adaptive_beta, tie_score
+
+__all__ = ["LogTLengthPredictor", "Branch", "TwoBranchHead", "encode_features"]
+
+
+class Branch(nn.Module):
+    """One branch + head of the official model: (n, d) -> (n,)."""
+
+    def __init__(self, in_dim: int, hidden: int = 256, dropout: float = 0.2, head_dropout: float = 0.1) -> None:
+        super().__init__()
+        self.body = nn.Sequential(
+            nn.Linear(in_dim, hidden), nn.LayerNorm(hidden), nn.GELU(), nn.Dropout(dropout),
+            nn.Linear(hidden, hidden), nn.LayerNorm(hidden), nn.GELU(), nn.Dropout(dropout))
+        self.head = nn.Sequential(nn.Linear(hidden, 128), nn.GELU(), nn.Dropout(head_dropout), nn.Linear(128, 1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.body(x)).squeeze(-1)
+
+
+class TwoBranchHead(nn.Module):
+    """Independent μ and σ branches: features (n, d) -> (μ-output (n,), σ-output (n,))."""
+
+    def __init__(self, in_dim: int, hidden: int = 256, dropout: float = 0.2) -> None:
+        super().__init__()
+        self.mu = Branch(in_dim, hidden, dropout)
+        self.sigma = Branch(in_dim, hidden, dropout)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.mu(x), self.sigma(x)
+
+
+def encode_features(encoder: Any, prompts: Sequence[str]) -> np.ndarray:
+    """Run `encoder.encode(prompts)` and check the result is a finite (n, d) array."""
+    if not hasattr(encoder, "encode"):
+        raise TypeError(f"encoder must have encode(list[str]) -> array, got {type(encoder).__name__}")
+    X = np.asarray(encoder.encode(list(prompts)), dtype=np.float32)
+    if X.ndim != 2 or X.shape[0] != len(prompts):
+        raise ValueError(f"encoder returned shape {X.shape}, expected ({len(prompts)}, dim)")
+    if not np.all(np.isfinite(X)):
+        raise ValueError("encoder returned non-finite features")
+    return X
+
+
+def sampler_weights(mu: np.ndarray, sigma: np.ndarray) -> np.ndarray:
+    """Official WeightedRandomSampler weights: 1, 1.5 if μ > 5.5 or σ > 1.0, 2.0 if μ > 6.0 or σ > 1.3."""
+    w = np.ones(len(mu))
+    w[(mu > 5.5) | (sigma > 1.0)] = 1.5
+    w[(mu > 6.0) | (sigma > 1.3)] = 2.0
+    return w
+
+
+def warmup_linear(step: int, total: int, warmup_frac: float = 0.1) -> float:
+    warm = max(1, int(round(warmup_frac * total)))
+    if step < warm:
+        return (step + 1) / warm
+    return max(0.0, (total - step) / max(1, total - warm))
+
+
+class _TorchEstimator:
+    """Shared plumbing: feature standardisation, seeding, the training loop and save/load."""
+
+    def _seed(self) -> torch.Generator:
+        torch.manual_seed(self.seed)
+        g = torch.Generator()
+        g.manual_seed(self.seed)
+        return g
+
+    def _features(self, prompts: Sequence[str], fit: bool = False) -> torch.Tensor:
+        prompts = check_texts(prompts)
+        if fit and hasattr(self.encoder, "fit"):
+            self.encoder.fit(prompts)
+        X = encode_features(self.encoder, prompts)
+        if fit:
+            self.x_mean_ = X.mean(0)
+            self.x_std_ = X.std(0) + 1e-6
+        if not hasattr(self, "x_mean_"):
+            raise RuntimeError(f"{type(self).__name__} is not fitted: call fit() first")
+        if X.shape[1] != self.x_mean_.shape[0]:
+            raise ValueError(f"encoder dimension {X.shape[1]} != {self.x_mean_.shape[0]} seen in fit")
+        return torch.as_tensor((X - self.x_mean_) / self.x_std_, dtype=torch.float32)
+
+    def _train(self, n: int, batch_loss, weights: np.ndarray | None, gen: torch.Generator) -> list[float]:
+        """Minibatch AdamW loop; batch_loss(idx (b,) long, epoch) -> scalar loss. Returns per-epoch mean loss."""
+        opt = torch.optim.AdamW(self.model_.parameters(), lr=self.lr, weight_decay=self.weight_decay)
+        per_epoch = max(1, math.ceil(n / self.batch_size))
+        total = per_epoch * self.epochs
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: warmup_linear(s, total))
+        hist = []
+        self.model_.train()
+        for ep in range(self.epochs):
+            if weights is not None:
+                order = torch.multinomial(torch.as_tensor(weights, dtype=torch.float64), n, replacement=True,
+                                          generator=gen)
+            else:
+                order = torch.randperm(n, generator=gen)
+            tot = 0.0
+            for b in range(per_epoch):
+                idx = order[b * self.batch_size:(b + 1) * self.batch_size]
+                if len(idx) == 0:
+                    continue
+                loss = batch_loss(idx, ep)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                nn.utils.clip_grad_norm_(self.model_.parameters(), 1.0)
+                opt.step()
+                sched.step()
+                tot += float(loss.detach()) * len(idx)
+            hist.append(tot / n)
+        self.model_.eval()
+        return hist
+
+    def _state(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def save(self, path: str | Path) -> None:
+        """Weights + normalisation statistics + constructor arguments (the encoder is not saved)."""
+        if not hasattr(self, "model_"):
+            raise RuntimeError("nothing to save: call fit() first")
+        torch.save({"state_dict": self.model_.state_dict(), **self._state()}, Path(path))
+
+    @classmethod
+    def load(cls, path: str | Path, encoder: Any):
+        """Rebuild a fitted estimator saved with `save`, using `encoder` (must be the one used in fit)."""
+        blob = torch.load(Path(path), map_location="cpu", weights_only=False)
+        est = cls(encoder, **blob["params"])
+        for k, v in blob["stats"].items():
+            setattr(est, k, v)
+        est.model_ = est._build(len(est.x_mean_))
+        est.model_.load_state_dict(blob["state_dict"])
+        est.model_.eval()
+        return est
+
+
+class LogTLengthPredictor(_TorchEstimator):
+    """Predicts the log-t (μ, σ) of a prompt's output length; scikit-learn style, torch inside.
+
+    Args:
+        encoder: object with `encode(list[str]) -> (n, d)` (MiniLMEncoder, HFEncoder, HashingEncoder, ...).
+        hidden: branch width (256).
+        nu: Student-t degrees of freedom (3.5).
+        target: "fit" (regress per-prompt fitted (μ, σ); paper) or "nll" (log-t NLL on observed lengths, [R]).
+        family: "logt" (default) or "lognormal" (ablation; same training, Gaussian instead of t).
+        epochs, lr, batch_size, weight_decay, dropout: training (defaults: 40, 1e-3, 32, 0.01, 0.2).
+        sample_weighting: the official WeightedRandomSampler.
+        sigma_weight: (start, end) of the linearly rising σ-loss weight (3 -> 4).
+        max_tokens: L for scores and censoring (2048).
+        seed: torch seed (deterministic on a given machine).
+    Attributes after fit: model_ (TwoBranchHead), mu_mean_, mu_std_, ls_mean_, ls_std_, loss_history_.
+    """
+
+    def __init__(self, encoder: Any, hidden: int = 256, nu: float = 3.5, target: str = "fit",
+                 family: str = "logt", epochs: int = 40, lr: float = 1e-3, batch_size: int = 32,
+                 weight_decay: float = 0.01, dropout: float = 0.2, sample_weighting: bool = True,
+                 sigma_weight: tuple[float, float] = (3.0, 4.0), max_tokens: int = 2048, seed: int = 0) -> None:
+        if target not in ("fit", "nll"):
+            raise ValueError(f"target must be 'fit' or 'nll', got {target!r}")
+        if family not in ("logt", "lognormal"):
+            raise ValueError(f"family must be 'logt' or 'lognormal', got {family!r}")
+        if epochs < 1 or batch_size < 1 or hidden < 1:
+            raise ValueError("epochs, batch_size and hidden must be >= 1")
+        if not lr > 0:
+            raise ValueError(f"lr must be > 0, got {lr}")
+        if not nu > 0:
+            raise ValueError(f"nu must be > 0, got {nu}")
+        if max_tokens < 1:
+            raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
+        self.encoder, self.hidden, self.nu, self.target, self.family = encoder, hidden, float(nu), target, family
+        self.epochs, self.lr, self.batch_size = int(epochs), float(lr), int(batch_size)
+        self.weight_decay, self.dropout, self.sample_weighting = weight_decay, dropout, sample_weighting
+        self.sigma_weight, self.max_tokens, self.seed = tuple(sigma_weight), int(max_tokens), int(seed)
+
+    def _params(self) -> dict[str, Any]:
+        return dict(hidden=self.hidden, nu=self.nu, target=self.target, family=self.family, epochs=self.epochs,
+                    lr=self.lr, batch_size=self.batch_size, weight_decay=self.weight_decay, dropout=self.dropout,
+                    sample_weighting=self.sample_weighting, sigma_weight=self.sigma_weight,
+                    max_tokens=self.max_tokens, seed=self.seed)
+
+    def _build(self, d: int) -> TwoBranchHead:
+        return TwoBranchHead(d, self.hidden, self.dropout)
+
+    def _state(self) -> dict[str, Any]:
+        keys = ("x_mean_", "x_std_", "mu_mean_", "mu_std_", "ls_mean_", "ls_std_")
+        return {"params": self._params(), "stats": {k: getattr(self, k) for k in keys}}
+
+    def fit(self, prompts: Sequence[str], mu=None, sigma=None, lengths=None) -> LogTLengthPredictor:
+        """Train on prompts with either per-prompt fitted (mu, sigma) or raw `lengths`.
+
+        Args:
+            prompts: n prompt strings.
+            mu, sigma: (n,) targets (target="fit").
+            lengths: (n, k) array / ragged list of observed lengths (tokens >= 1); with target="fit" they are
+                fitted per prompt (`fit_logt`/`fit_lognormal`), with target="nll" they are the training data
+                ((n,) = one sample per prompt is allowed).
+        """
+        prompts = check_texts(prompts)
+        n = len(prompts)
+        gen = self._seed()
+        if self.target == "fit":
+            if mu is None or sigma is None:
+                if lengths is None:
+                    raise ValueError("target='fit' needs mu and sigma, or lengths to fit them from")
+                fitter = fit_logt if self.family == "logt" else fit_lognormal
+                kw = {"nu": self.nu} if self.family == "logt" else {}
+                mu, sigma, _ = fitter(_as_rows(lengths, n), **kw)
+            mu, sigma = np.asarray(mu, float), np.asarray(sigma, float)
+            if mu.shape != (n,) or sigma.shape != (n,):
+                raise ValueError(f"mu and sigma must have shape ({n},), got {mu.shape}, {sigma.shape}")
+            if np.any(~np.isfinite(mu)) or np.any(~np.isfinite(sigma)) or np.any(sigma <= 0):
+                raise ValueError("mu must be finite and sigma finite and > 0")
+        else:
+            if lengths is None:
+                raise ValueError("target='nll' needs lengths")
+            rows = _as_rows(lengths, n)
+            mu0, sigma0, _ = fit_logt(rows, nu=self.nu) if self.family == "logt" else fit_lognormal(rows)
+            mu, sigma = mu0, np.maximum(sigma0, 0.05)  # only for normalisation stats / sampler weights
+        X = self._features(prompts, fit=True)
+        self.mu_mean_, self.mu_std_ = float(mu.mean()), float(mu.std() + 1e-6)
+        ls = np.log1p(sigma)
+        self.ls_mean_, self.ls_std_ = float(ls.mean()), float(ls.std() + 1e-6)
+        self.model_ = self._build(X.shape[1])
+        weights = sampler_weights(mu, sigma) if self.sample_weighting else None
+        if self.target == "fit":
+            zm = torch.as_tensor((mu - self.mu_mean_) / self.mu_std_, dtype=torch.float32)
+            zs = torch.as_tensor((ls - self.ls_mean_) / self.ls_std_, dtype=torch.float32)
+            w0, w1 = self.sigma_weight
+
+            def batch_loss(idx, ep):
+                pm, ps = self.model_(X[idx])
+                ws = w0 + (w1 - w0) * ep / max(1, self.epochs - 1)
+                return ((pm - zm[idx]) ** 2).mean() + ws * ((ps - zs[idx]) ** 2).mean()
+        else:
+            Y, M, C = _nll_tensors(rows, self.max_tokens)
+
+            def batch_loss(idx, ep):
+                pm, ps = self.model_(X[idx])
+                m = pm * self.mu_std_ + self.mu_mean_
+                s = nn.functional.softplus(ps) * float(np.expm1(self.ls_mean_)) + 1e-3
+                return _nll(Y[idx], M[idx], C[idx], m, s, self.nu, self.family, self.max_tokens)
+
+        self.loss_history_ = self._train(n, batch_loss, weights, gen)
+        return self
+
+    @torch.no_grad()
+    def predict_params(self, prompts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(mu (n,), sigma (n,)) of log X for each prompt."""
+        if not hasattr(self, "model_"):
+            raise RuntimeError("LogTLengthPredictor is not fitted: call fit() first")
+        X = self._features(prompts)
+        pm, ps = self.model_(X)
+        mu = pm.numpy() * self.mu_std_ + self.mu_mean_
+        if self.target == "fit":
+            sigma = np.expm1(ps.numpy() * self.ls_std_ + self.ls_mean_)
+        else:
+            sigma = nn.functional.softplus(ps).numpy() * float(np.expm1(self.ls_mean_)) + 1e-3
+        return mu.astype(float), np.maximum(sigma, 1e-2).astype(float)
+
+    def predict_dist(self, prompts: Sequence[str]) -> LogT | LogNormal:
+        """The predicted length distributions (vectorised `LogT`, or `LogNormal` for family='lognormal')."""
+        mu, sigma = self.predict_params(prompts)
+        if self.family == "logt":
+            return LogT(mu, sigma, nu=self.nu, max_tokens=self.max_tokens)
+        return LogNormal(mu, sigma, max_tokens=self.max_tokens)
+
+    def predict(self, prompts: Sequence[str]) -> np.ndarray:
+        """Predicted median length exp(mu) in tokens (n,) - the point estimate."""
+        return np.exp(self.predict_params(prompts)[0])
+
+    def predict_score(self, prompts: Sequence[str], beta: float | str = 0.1, queue_len: int = 0,
+                      max_num_seqs: int = 32, alpha: float = 0.9) -> np.ndarray:
+        """TIE scores (n,) = E[min(X,L)] + beta·CVaR_alpha (Eq. 11); beta="adaptive" uses Eq. 12 with queue_len."""
+        if isinstance(beta, str):
+            if beta != "adaptive":
+                raise ValueError(f"beta must be a float or 'adaptive', got {beta!r}")
+            beta = adaptive_beta(queue_len, max_num_seqs)
+        mu, sigma = self.predict_params(prompts)
+        return tie_score(mu, sigma, alpha=alpha, beta=beta, nu=self.nu, max_tokens=self.max_tokens,
+                         family=self.family)
+
+
+def _as_rows(lengths, n: int) -> list[np.ndarray]:
+    """(n,), (n, k) or ragged -> list of n 1-D float arrays of valid lengths (>= 1)."""
+    if isinstance(lengths, np.ndarray) and lengths.ndim == 1 and lengths.dtype != object:
+        rows = [np.asarray([v], float) for v in lengths]
+    else:
+        rows = [np.atleast_1d(np.asarray(r, float)) for r in lengths]
+    if len(rows) != n:
+        raise ValueError(f"lengths must have one row per prompt ({n}), got {len(rows)}")
+    for r in rows:
+        if len(r) == 0 or np.any(~np.isfinite(r)) or np.any(r < 1):
+            raise ValueError("lengths must be finite and >= 1 (tokens); negative lengths are invalid")
+    return rows
+
+
+def _nll_tensors(rows: list[np.ndarray], max_tokens: int):
+    k = max(len(r) for r in rows)
+    Y = np.zeros((len(rows), k))
+    M = np.zeros((len(rows), k))
+    for i, r in enumerate(rows):
+        Y[i, :len(r)] = np.log(r)
+        M[i, :len(r)] = 1
+    C = (Y >= np.log(max_tokens) - 1e-9) & (M > 0)
+    return (torch.as_tensor(Y, dtype=torch.float32), torch.as_tensor(M * (~C), dtype=torch.float32),
+            torch.as_tensor(C, dtype=torch.float32))
+
+
+def _nll(Y, M, C, mu, sigma, nu, family, max_tokens):
+    """Mean censored NLL of log lengths (Jacobian term dropped: constant in the parameters)."""
+    z = (Y - mu[:, None]) / sigma[:, None]
+    zc = (math.log(max_tokens) - mu) / sigma
+    if family == "logt":
+        logpdf = -(nu + 1) / 2 * torch.log1p(z * z / nu)
+        logsf = _t_logsf_torch(zc.double(), nu).to(zc.dtype)  # exact t tail (scipy, custom autograd)
+    else:
+        logpdf = -0.5 * z * z
+        logsf = torch.special.log_ndtr(-zc)
+    ll = ((logpdf - torch.log(sigma)[:, None]) * M).sum() + (logsf[:, None] * C).sum()
+    return -ll / (M.sum() + C.sum())
