@@ -60,9 +60,12 @@ def _patched_forward(self, hidden_states, position_embeddings=None, attention_ma
     kwargs.pop("position_ids", None)
     if getattr(self, "sliding_window", None) is not None:  # Qwen2 / Mistral sliding-window layers
         kwargs.setdefault("sliding_window", self.sliding_window)
+    dv = v.shape[-1]
+    if q.shape[-1] > dv:  # equal q/k/v widths let SDPA use its fused kernels (see icml26.pope.attention)
+        v = torch.nn.functional.pad(v, (0, q.shape[-1] - dv))
     out, weights = interface(self, q, k, v, attention_mask, dropout=0.0 if not self.training else
                              self.attention_dropout, scaling=self.scaling, **kwargs)
-    out = out.reshape(*input_shape, -1).contiguous()
+    out = out[..., :dv].reshape(*input_shape, -1).contiguous()
     return self.o_proj(out), weights
 
 

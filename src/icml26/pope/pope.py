@@ -110,9 +110,20 @@ def _angles(positions: torch.Tensor | None, table: torch.Tensor, inv_freq: torch
     return ang[:, None] if ang.ndim == 3 else ang
 
 
-def _polar(mag: torch.Tensor, ang: torch.Tensor) -> torch.Tensor:
-    """Interleave mag * cos(ang), mag * sin(ang) on the last dim: (..., r) -> (..., 2r)."""
-    return torch.stack((mag * ang.cos().to(mag.dtype), mag * ang.sin().to(mag.dtype)), dim=-1).flatten(-2)
+def _polar(mag: torch.Tensor, ang: torch.Tensor, shift: torch.Tensor | None = None) -> torch.Tensor:
+    """Interleave mag * cos(ang + shift), mag * sin(ang + shift) on the last dim: (..., r) -> (..., 2r).
+
+    `ang` (positions, float64) gives small (T, r) cos/sin tables; the per-head phase `shift` (H, 1, r) is added
+    with the angle-sum identity in (at least) float32, so the (H, T, r) table and delta's gradient never touch
+    float64 trigonometry; one broadcast multiply then builds the output.
+    """
+    work = torch.promote_types(mag.dtype, torch.float32)
+    c, s = ang.cos().to(work), ang.sin().to(work)
+    if shift is not None:
+        shift = shift.to(work)
+        cd, sd = shift.cos(), shift.sin()
+        c, s = c * cd - s * sd, s * cd + c * sd
+    return (mag.unsqueeze(-1) * torch.stack((c, s), dim=-1).to(mag.dtype)).flatten(-2)
 
 
 def apply_pope(
@@ -157,13 +168,11 @@ def apply_pope(
     ang_q = _angles(q_positions, freqs.freqs, freqs.inv_freq, q4.shape[2], "q_positions")
     ang_k = _angles(k_positions, freqs.freqs, freqs.inv_freq, k4.shape[2], "k_positions")
     delta = freqs.delta.to(q4.device)[:, None, :]  # (H, 1, r)
-    if Hkv == H:
-        ang_k = ang_k + delta  # spec 2.2: the bias sits on the key phase
-    else:
-        ang_q = ang_q - delta  # GQA: -delta on the query phase gives the same score (module docstring)
+    # spec 2.2: the bias sits on the key phase; with GQA, -delta on the query phase gives the same score
+    shift_q, shift_k = (None, delta) if Hkv == H else (-delta, None)
     mq, mk = magnitude(q4), magnitude(k4)
-    q2 = _polar(mq[..., :r], ang_q)
-    k2 = _polar(mk[..., :r], ang_k)
+    q2 = _polar(mq[..., :r], ang_q, shift_q)
+    k2 = _polar(mk[..., :r], ang_k, shift_k)
     if r < d:  # partial PoPE: magnitude on the real axis, imaginary part 0, no position
         zq, zk = torch.zeros_like(mq[..., r:]), torch.zeros_like(mk[..., r:])
         q2 = torch.cat((q2, torch.stack((mq[..., r:], zq), -1).flatten(-2)), dim=-1)
