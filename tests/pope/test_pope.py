@@ -164,6 +164,7 @@ def test_attention_matches_manual_with_original_scale():
     q2, k2 = pope.encode(q, k)
     assert torch.allclose(out, _manual_attention(q2, k2, v, 1 / math.sqrt(d)), atol=1e-10)
     assert not torch.allclose(out, _manual_attention(q2, k2, v, 1 / math.sqrt(2 * d)), atol=1e-6)
+    assert torch.allclose(attention(q, k, v, pope, pad_values=False), out, atol=1e-10)  # padding v is exact
     # causal: changing the last token does not change earlier outputs
     k_b = k.clone()
     k_b[:, :, -1] += 1.0
