@@ -13,14 +13,14 @@ from icml26.tie.data import make_prompts, sample_lengths
 
 @pytest.fixture(scope="module")
 def w1():
-    tr, te = make_prompts(600, 11), make_prompts(300, 12)
+    tr, te = make_prompts(400, 11), make_prompts(300, 12)
     return tr, sample_lengths(tr, 16, 13), te
 
 
 @pytest.fixture(scope="module")
 def fitted(w1):
     tr, L, _ = w1
-    return LogTLengthPredictor(HashingEncoder(), epochs=25, seed=0).fit(tr.prompts, lengths=L)
+    return LogTLengthPredictor(HashingEncoder(), epochs=20, seed=0).fit(tr.prompts, lengths=L)
 
 
 def test_predictor_learns_w1_beyond_family_means(w1, fitted):
@@ -44,7 +44,7 @@ def test_predictor_save_load_roundtrip(tmp_path, w1, fitted):
 
 def test_nll_target_with_one_sample_per_prompt(w1):
     tr, L, te = w1
-    p = LogTLengthPredictor(HashingEncoder(), target="nll", epochs=8, seed=0).fit(tr.prompts, lengths=L[:, 0])
+    p = LogTLengthPredictor(HashingEncoder(), target="nll", epochs=5, seed=0).fit(tr.prompts, lengths=L[:, 0])
     mu, sigma = p.predict_params(te.prompts)
     assert np.all(np.isfinite(mu)) and np.all(sigma > 0)
     assert np.corrcoef(mu, te.mu)[0, 1] > 0.5
@@ -53,11 +53,11 @@ def test_nll_target_with_one_sample_per_prompt(w1):
 def test_baselines_shapes_and_direction(w1):
     tr, L, te = w1
     enc = HashingEncoder()
-    r = PointLengthRegressor(enc, epochs=10).fit(tr.prompts, L[:, 0])
+    r = PointLengthRegressor(enc, epochs=5).fit(tr.prompts, L[:, 0])
     pred = r.predict(te.prompts)
     assert pred.shape == (300,) and np.all(pred >= 1)
     assert np.corrcoef(np.log(pred), te.mu)[0, 1] > 0.3
-    k = ListMLERanker(enc, epochs=10).fit(tr.prompts, L)
+    k = ListMLERanker(enc, epochs=5).fit(tr.prompts, L)
     s = k.predict(te.prompts)
     assert s.shape == (300,) and np.corrcoef(s, te.mu)[0, 1] > 0.3  # lower score = shorter
     np.testing.assert_array_equal(OracleLength().predict(true_len=[3, 1]), [3.0, 1.0])

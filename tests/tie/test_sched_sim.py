@@ -209,3 +209,42 @@ def test_step_time_model_fit_recovers_coefficients():
     fit = StepTimeModel.fit(pre, dec, ctx, secs)
     np.testing.assert_allclose([fit.c0, fit.c_prefill, fit.c_decode, fit.c_ctx],
                                [true.c0, true.c_prefill, true.c_decode, true.c_ctx], rtol=1e-6)
+
+
+def test_vllm_adapter_request_queue_without_vllm():
+    from types import SimpleNamespace
+
+    from icml26.tie import vllm_adapter
+
+    class Pred:
+        def predict_params(self, prompts):
+            return np.array([float(len(p.split())) for p in prompts]), np.full(len(prompts), 0.5)
+
+        def predict_score(self, prompts, beta=0.1, alpha=0.9):
+            from icml26.tie import tie_score
+
+            mu, s = self.predict_params(prompts)
+            return tie_score(mu, s, alpha=alpha, beta=beta)
+
+    class Tok:
+        def decode(self, ids, skip_special_tokens=True):
+            return " ".join("w" for _ in ids)
+
+    def vreq(rid, n_tokens, t):
+        return SimpleNamespace(request_id=rid, prompt_token_ids=list(range(n_tokens)), arrival_time=t,
+                               sampling_params=SimpleNamespace(max_tokens=2048))
+
+    clock = FakeClock(10.0)
+    q = vllm_adapter.VLLMTIERequestQueue(Pred(), Tok(), clock=clock, starvation=None)
+    reqs = [vreq("a", 6, 1.0), vreq("b", 3, 2.0), vreq("c", 5, 3.0)]
+    q.add_request(reqs[0])
+    q.prepend_requests(reqs[1:])
+    assert len(q) == 3 and bool(q)
+    assert [r.request_id for r in q] == ["b", "c", "a"]
+    assert [r.request_id for r in reversed(q)] == ["a", "c", "b"]
+    q.remove_requests([reqs[2]])
+    assert q.peek_request() is reqs[1] and q.pop_request() is reqs[1] and q.pop_request() is reqs[0]
+    assert not q
+    pr = vllm_adapter.tie_priorities(Pred(), ["a b c", "a"], beta=0.1)
+    assert pr[1] < pr[0] and all(isinstance(p, int) for p in pr)
+    assert vllm_adapter.openai_extra_body(Pred(), "a")["priority"] == pr[1]

@@ -239,11 +239,17 @@ class HashingEncoder:
             if len(active) > 4096:
                 raise ValueError("too many active hashed features for the exact SVD; lower n_features")
             Xa = X[:, active].toarray()
-            evals, evecs = np.linalg.eigh(Xa.T @ Xa)
-            k = min(self.svd_dim, len(active))
-            top = np.argsort(evals)[::-1][:k]
+            k = min(self.svd_dim, len(active), Xa.shape[0])
+            if Xa.shape[0] < Xa.shape[1]:  # smaller Gram matrix: right singular vectors V = Xᵀ U / s
+                evals, U = np.linalg.eigh(Xa @ Xa.T)
+                top = np.argsort(evals)[::-1][:k]
+                V = Xa.T @ U[:, top] / np.sqrt(np.maximum(evals[top], 1e-12))
+            else:
+                evals, evecs = np.linalg.eigh(Xa.T @ Xa)
+                top = np.argsort(evals)[::-1][:k]
+                V = evecs[:, top]
             comps = np.zeros((self.n_features, k))
-            comps[active] = evecs[:, top]
+            comps[active] = V
             # sign convention: largest-magnitude loading positive (deterministic across BLAS builds)
             sign = np.sign(comps[np.abs(comps).argmax(0), np.arange(k)])
             self._svd = comps * np.where(sign == 0, 1, sign)
