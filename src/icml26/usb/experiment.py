@@ -415,7 +415,7 @@ def _figures(result: Result, cfg, outs, pick, seeds) -> None:
         true = true_growth(np.stack([gx.ravel(), gy.ravel()], 1)).reshape(gx.shape)
         axes = np.asarray(axes).ravel()
         for ax, z, title in ((axes[0], gg, "learned g(x, t=2)"), (axes[1], true, "true beta - delta")):
-            im = ax.contourf(gx, gy, z, levels=20, cmap="RdBu_r", vmin=-0.8, vmax=0.8)
+            im = ax.contourf(gx, gy, np.clip(z, -0.9, 0.9), levels=np.linspace(-0.9, 0.9, 19), cmap="RdBu_r")
             ax.scatter(*snaps[2].T, s=1, c="k", alpha=0.3)
             ax.set_title(title, fontsize=9)
         fig.colorbar(im, ax=axes[1])
