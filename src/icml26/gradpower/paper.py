@@ -128,6 +128,9 @@ def train_distributed(config: dict[str, Any], optimizer_name: str, *, train_iter
     """
     rank, local_rank, world = _dist_info()
     distributed = world > 1
+    if distributed and config["fsdp"] and optimizer_name.startswith("muon"):
+        raise ValueError("Muon arms need whole matrices for Newton-Schulz: use DDP (fsdp: false) for "
+                         f"optimizer {optimizer_name!r}")
     if distributed and not torch.distributed.is_initialized():
         torch.distributed.init_process_group(backend="nccl" if torch.cuda.is_available() else "gloo")
     dev = torch.device(device or (f"cuda:{local_rank}" if torch.cuda.is_available() else "cpu"))
@@ -156,7 +159,8 @@ def train_distributed(config: dict[str, Any], optimizer_name: str, *, train_iter
         fully_shard(model)
         ddp_model = model
     elif distributed:
-        ddp_model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[local_rank] if dev.type == "cuda" else None)
+        ids = [local_rank] if dev.type == "cuda" else None
+        ddp_model = torch.nn.parallel.DistributedDataParallel(model, device_ids=ids)
     else:
         ddp_model = model
     opt = make_optimizer(optimizer_name, model, lr=config["lr"], betas=tuple(config["betas"]), eps=config["eps"],
