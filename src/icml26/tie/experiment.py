@@ -377,9 +377,6 @@ def _claims(cfg, sims, c3) -> list[Claim]:
     claims: list[Claim] = []
     W = cfg["workloads"]
     # C1
-    mean_ratio = {w: float(np.mean([ptl(w, si, top, "tie")["per_token_latency"]
-                                    / ptl(w, si, top, "fcfs")["per_token_latency"] for si in range(n_seeds)]))
-                  for w in W}
     # mean over seeds of TIE / mean over seeds of FCFS (spec: "mean over 3 seeds")
     mean_ratio = {w: float(np.mean([ptl(w, si, top, "tie")["per_token_latency"] for si in range(n_seeds)])
                            / np.mean([ptl(w, si, top, "fcfs")["per_token_latency"] for si in range(n_seeds)]))

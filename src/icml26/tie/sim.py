@@ -24,7 +24,6 @@ Metric definitions: per-token latency of a request = (finish - arrival) / output
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
