@@ -82,12 +82,12 @@ def test_save_load_roundtrip(tmp_path):
 
 def test_regressor_learns_a_simple_target():
     g = torch.Generator().manual_seed(0)
-    level = torch.rand(32, generator=g)
-    x = (level[:, None, None, None, None] * 200 + torch.rand(32, 6, 4, 16, 16, generator=g) * 50).to(torch.uint8)
+    level = torch.rand(24, generator=g)
+    x = (level[:, None, None, None, None] * 200 + torch.rand(24, 6, 4, 16, 16, generator=g) * 50).to(torch.uint8)
     y = level.numpy() * 3.0  # a brightness-driven target: learnable from pixels
-    reg = VisionEDRegressor(backbone_config=CFG, epochs=40, lr_backbone=1e-3, seed=0).fit(x.numpy(), y)
+    reg = VisionEDRegressor(backbone_config=CFG, epochs=25, batch_size=8, lr_backbone=1e-3, seed=0).fit(x.numpy(), y)
     pred = reg.predict(x.numpy())
-    assert pred.shape == (32,)
+    assert pred.shape == (24,)
     assert np.mean(np.abs(pred - y)) < 0.5 * np.mean(np.abs(y - y.mean()))
     with pytest.raises(ValueError, match="X"):
         reg.fit(x.numpy()[:, :3], y)
