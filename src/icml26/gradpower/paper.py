@@ -41,7 +41,9 @@ from icml26.results import Claim, Result
 __all__ = ["MODEL_SIZES", "build_model", "c4_batches", "train_distributed", "run_paper", "build_hf_trainer",
            "load_config"]
 
-# name -> (family, config kwargs). LLaMA: T5 vocab 32100 is set by the tokenizer at build time.
+# name -> (family, config kwargs); total parameters with the T5 vocab (32100, set by the tokenizer at build time):
+# llama_66m 66M, llama_0p2b 200M, llama_0p25b 200M, llama_0p4b 475M, llama_1b 953M, llama_2b 1.98B,
+# qwen2moe_1b 0.80B, qwen2moe_2b 2.23B (MoE totals, all experts counted).
 MODEL_SIZES: dict[str, tuple[str, dict[str, Any]]] = {
     "llama_66m": ("llama", dict(hidden_size=512, num_attention_heads=8, num_hidden_layers=8, intermediate_size=2048)),
     "llama_0p2b": ("llama", dict(hidden_size=768, num_attention_heads=12, num_hidden_layers=16,
@@ -50,10 +52,10 @@ MODEL_SIZES: dict[str, tuple[str, dict[str, Any]]] = {
                                   intermediate_size=4096)),
     "llama_0p4b": ("llama", dict(hidden_size=1280, num_attention_heads=20, num_hidden_layers=15,
                                  intermediate_size=5120)),
-    "llama_1b": ("llama", dict(hidden_size=1600, num_attention_heads=25, num_hidden_layers=18,
-                               intermediate_size=6400)),
-    "llama_2b": ("llama", dict(hidden_size=2048, num_attention_heads=32, num_hidden_layers=30,
-                               intermediate_size=5632, num_key_value_heads=8)),
+    "llama_1b": ("llama", dict(hidden_size=2048, num_attention_heads=32, num_hidden_layers=16,
+                               intermediate_size=5632)),
+    "llama_2b": ("llama", dict(hidden_size=2048, num_attention_heads=32, num_hidden_layers=36,
+                               intermediate_size=5632)),
     "qwen2moe_1b": ("qwen2moe", dict(hidden_size=1024, num_attention_heads=16, num_hidden_layers=12,
                                      num_key_value_heads=16, num_experts=16, num_experts_per_tok=2,
                                      moe_intermediate_size=1024, shared_expert_intermediate_size=2048,
@@ -126,6 +128,10 @@ def train_distributed(config: dict[str, Any], optimizer_name: str, *, train_iter
     `config["fsdp"]`; the optimizer (`"adamw"` / `"adamwpower"` / `"muon_adamw"` / `"muonpower"`) steps on the
     reduced gradients. `train_iter` / `val_batches` default to streamed C4 with `config["tokenizer"]`.
     """
+    if config["model"] not in MODEL_SIZES:
+        raise ValueError(f"model must be one of {sorted(MODEL_SIZES)}, got {config['model']!r}")
+    if config["schedule"] not in ("wsd", "cosine"):
+        raise ValueError(f"schedule must be 'wsd' or 'cosine', got {config['schedule']!r}")
     rank, local_rank, world = _dist_info()
     distributed = world > 1
     if distributed and config["fsdp"] and optimizer_name.startswith("muon"):
