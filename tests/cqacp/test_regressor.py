@@ -152,3 +152,15 @@ def test_levels_outside_tau_grid_warn(data):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         _fit(X, y, confidence_level=0.95)
+
+
+def test_sklearn_estimator_protocol(data):
+    from sklearn.base import clone
+
+    X, y = data
+    est = CQACPRegressor(Ridge(1.0), QRFLearner(n_estimators=5, random_state=0), window=6, confidence_level=[0.8, 0.9])
+    assert est.get_params()["window"] == 6 and "QRFLearner(n_estimators=5" in repr(est)
+    twin = clone(est).set_params(window=7)
+    assert twin.window == 7 and est.window == 6 and not hasattr(twin, "scores_")
+    twin.fit(X[:150], y[:150]).conformalize(X[150:250], y[150:250])
+    assert twin.predict_interval(X[250:251])[1].shape == (1, 2, 2)

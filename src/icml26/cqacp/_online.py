@@ -21,6 +21,7 @@ import numbers
 from typing import Any
 
 import numpy as np
+from sklearn.base import BaseEstimator
 
 __all__ = ["OnlineIntervalRegressor", "check_confidence_level", "block_bootstrap_indices"]
 
@@ -71,8 +72,10 @@ def block_bootstrap_indices(n: int, n_resamplings: int, block_length: int, rng: 
     return out
 
 
-class OnlineIntervalRegressor:
+class OnlineIntervalRegressor(BaseEstimator):
     """Base of the online methods: subclasses implement `_conformalize_scores`, `_offsets`, `_observe`.
+
+    A scikit-learn `BaseEstimator` (get_params / set_params / clone / repr work as usual).
 
     `_offsets()` returns (lo, hi), each (L,), added to the point forecast; `_observe(y, y_hat)` takes one
     observation and updates the method's state.

@@ -52,6 +52,12 @@ class QRFLearner:
         self.random_state = random_state
         self.kwargs = kwargs
 
+    def __repr__(self) -> str:
+        extra = "".join(f", {k}={v!r}" for k, v in self.kwargs.items())
+        return (f"QRFLearner(n_estimators={self.n_estimators}, min_samples_leaf={self.min_samples_leaf}, "
+                f"max_features={self.max_features!r}, max_depth={self.max_depth}, "
+                f"max_samples_leaf={self.max_samples_leaf}, random_state={self.random_state}{extra})")
+
     def fit(self, X, y) -> QRFLearner:
         try:
             from quantile_forest import RandomForestQuantileRegressor
@@ -84,6 +90,9 @@ class PerLevelLearner:
         if not callable(base_factory):
             raise TypeError(f"base_factory must be callable tau -> estimator, got {type(base_factory).__name__}")
         self.base_factory = base_factory
+
+    def __repr__(self) -> str:
+        return f"PerLevelLearner({getattr(self.base_factory, '__name__', repr(self.base_factory))})"
 
     def fit(self, X, y) -> PerLevelLearner:
         self.X_, self.y_ = _check_xy(X, y)
