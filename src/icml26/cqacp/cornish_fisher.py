@@ -229,7 +229,12 @@ class CornishFisherQuantileCurve:
         z = ndtri(taus)
         z_rng = self._z_range(taus) if self.monotone == "range" else None
         S_g, K_g = self._grid(z_rng)
-        S_best, K_best, _ = _profile_argmin(z, omega, Q, S_g, K_g)
+        key = ("proj", z_rng, self.monotone, taus.tobytes(), omega.tobytes())
+        if key not in self._cache:   # grid projections depend only on (taus, weights, range): reuse them
+            if len(self._cache) > 64:
+                self._cache.clear()
+            self._cache[key] = _grid_projection(z, omega, S_g, K_g)
+        S_best, K_best, _ = _profile_argmin(Q, omega, S_g, K_g, *self._cache[key])
         qbar = Q @ omega
         flat = ((Q - qbar[:, None]) ** 2) @ omega <= 1e-28 * (1 + qbar**2)    # constant rows: S = K = 0, s = 0
         S_best, K_best = np.where(flat, 0.0, S_best), np.where(flat, 0.0, K_best)
@@ -291,13 +296,18 @@ def _profile_ms(z, omega, Q, S, K):
     return m, s, sse
 
 
-def _profile_argmin(z, omega, Q, S_g, K_g, chunk: int = 256):
-    """argmin over the grid of the profiled objective, for every row; chunks rows to bound memory."""
+def _grid_projection(z, omega, S_g, K_g):
+    """Weighted-centred CF basis of every grid point: Wo (m, G) and 1 / var (G,)."""
     W = cf_w(z[None, :], S_g[:, None], K_g[:, None])                     # (G, m)
     Wc = W - (W @ omega)[:, None]
     var = (Wc**2) @ omega                                                 # (G,)
-    Wo = (Wc * omega[None, :]).T                                          # (m, G)
+    Wo = np.ascontiguousarray((Wc * omega[None, :]).T)                    # (m, G)
     inv_var = np.where(var > 1e-300, 1.0 / np.where(var > 1e-300, var, 1), 0.0)
+    return Wo, inv_var
+
+
+def _profile_argmin(Q, omega, S_g, K_g, Wo, inv_var, chunk: int = 256):
+    """argmin over the grid of the profiled objective, for every row; chunks rows to bound memory."""
     n = len(Q)
     S_out, K_out, gain_out = np.empty(n), np.empty(n), np.empty(n)
     for i in range(0, n, chunk):
