@@ -375,6 +375,9 @@ def run(config: dict[str, Any]) -> Result:
     metrics["median_over_seeds"] = table
     metrics["realised_min_gap"] = {inst: [r["min_gap"] for r in runs] for (inst, pol), runs in by.items()
                                    if pol == "adaptive" and runs[0]["min_gap"] is not None}
+    metrics["refine_rounds_per_seed"] = {f"{i}/{p}": {"total": [r["n_refine"] for r in runs],
+                                                       "last_quarter": [r["n_refine_last_quarter"] for r in runs]}
+                                         for (i, p), runs in by.items() if p.startswith("adaptive")}
     metrics["per_seed_R_T"] = {f"{i}/{p}": [round(_at(r, "sum_regret", T), 3) for r in runs]
                                for (i, p), runs in by.items()}
     result = Result(slug=SLUG, scale=config["scale"], config=config, metrics=metrics, claims=claims,

@@ -106,7 +106,7 @@ def arm_rank_from_scores(scores: np.ndarray) -> np.ndarray:
     ``arm_rank[j, i]`` = position of player i in arm j's order (0 = best).
     """
     order = np.argsort(-np.asarray(scores, dtype=float), axis=-1, kind="stable")
-    return np.argsort(order, axis=-1, kind="stable").astype(np.int64)
+    return _inverse_perm(order.astype(np.int64, copy=False))
 
 
 def _inverse_perm(order: np.ndarray) -> np.ndarray:
