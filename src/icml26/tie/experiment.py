@@ -226,6 +226,7 @@ def _smollm2(cfg: dict[str, Any]) -> dict[str, Any] | None:
             "mu_n": mu_n, "sigma_n": sg_n, "summary": {
                 "n_prompts": len(L), "k": int(L.shape[1]), "max_new_tokens": cap,
                 "censored_fraction": float(np.mean(L >= cap)), "median_length": float(np.median(L)),
+                "n_prompts_all_censored": int(np.sum((L >= cap).all(1))),
                 "mean_p90_over_p50": float(ratio.mean()), "mean_sigma_logt": float(sg_t.mean()),
                 "loglik_logt": float(ll_t), "loglik_lognormal": float(ll_n),
                 "ks_p_logt_median": float(np.median(ks_t)), "ks_p_lognormal_median": float(np.median(ks_n)),
@@ -487,7 +488,8 @@ def _figures(result: Result, cfg, sims, data, preds, real) -> None:
     if ncols == 2:
         ax = axes[1]
         L, cap = real["lengths"], real["cap"]
-        order = np.argsort(real["mu"])
+        ok = np.flatnonzero((L >= cap).mean(1) < 0.5)  # rows mostly censored have no identifiable fit
+        order = ok[np.argsort(real["mu"][ok])] if len(ok) >= 3 else np.argsort(real["mu"])
         for j, i in enumerate(order[[0, len(order) // 2, -1]]):
             x = np.sort(L[i])
             ax.step(x, np.arange(1, len(x) + 1) / len(x), where="post", color=f"C{j}")
