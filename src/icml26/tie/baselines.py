@@ -38,17 +38,19 @@ class PointLengthRegressor(_TorchEstimator):
     """
 
     def __init__(self, encoder: Any, loss: str = "mse", hidden: int = 256, epochs: int = 40, lr: float = 1e-3,
-                 batch_size: int = 32, weight_decay: float = 0.01, dropout: float = 0.2, seed: int = 0) -> None:
+                 batch_size: int = 32, weight_decay: float = 0.01, dropout: float = 0.2, seed: int = 0,
+                 device: str = "cpu") -> None:
         if loss not in ("mse", "l1", "log_mse"):
             raise ValueError(f"loss must be 'mse', 'l1' or 'log_mse', got {loss!r}")
         if epochs < 1 or batch_size < 1 or not lr > 0:
             raise ValueError("epochs and batch_size must be >= 1 and lr > 0")
         self.encoder, self.loss, self.hidden, self.epochs, self.lr = encoder, loss, hidden, int(epochs), float(lr)
         self.batch_size, self.weight_decay, self.dropout, self.seed = int(batch_size), weight_decay, dropout, seed
+        self.device = str(device)
 
     def _params(self) -> dict[str, Any]:
         return dict(loss=self.loss, hidden=self.hidden, epochs=self.epochs, lr=self.lr, batch_size=self.batch_size,
-                    weight_decay=self.weight_decay, dropout=self.dropout, seed=self.seed)
+                    weight_decay=self.weight_decay, dropout=self.dropout, seed=self.seed, device=self.device)
 
     def _build(self, d: int) -> Branch:
         return Branch(d, self.hidden, self.dropout)
@@ -72,11 +74,12 @@ class PointLengthRegressor(_TorchEstimator):
             pid = np.arange(len(rows))
             y = np.array([np.mean(np.log(r)) if self.loss == "log_mse" else np.mean(r) for r in rows])
         self.y_mean_, self.y_std_ = float(y.mean()), float(y.std() + 1e-6)
-        Y = torch.as_tensor((y - self.y_mean_) / self.y_std_, dtype=torch.float32)
-        P = torch.as_tensor(pid, dtype=torch.long)
-        self.model_ = self._build(X.shape[1])
+        Y = torch.as_tensor((y - self.y_mean_) / self.y_std_, dtype=torch.float32).to(self._dev)
+        P = torch.as_tensor(pid, dtype=torch.long).to(self._dev)
+        self.model_ = self._build(X.shape[1]).to(self._dev)
 
         def batch_loss(idx, ep):
+            idx = idx.to(self._dev)
             pred = self.model_(X[P[idx]])
             err = pred - Y[idx]
             return err.abs().mean() if self.loss == "l1" else (err ** 2).mean()
@@ -89,7 +92,7 @@ class PointLengthRegressor(_TorchEstimator):
         """Predicted output length in tokens (n,) (>= 1)."""
         if not hasattr(self, "model_"):
             raise RuntimeError("PointLengthRegressor is not fitted: call fit() first")
-        z = self.model_(self._features(prompts)).numpy() * self.y_std_ + self.y_mean_
+        z = self.model_(self._features(prompts)).cpu().numpy() * self.y_std_ + self.y_mean_
         out = np.exp(z) if self.loss == "log_mse" else z
         return np.maximum(out, 1.0).astype(float)
 
@@ -114,7 +117,8 @@ class ListMLERanker(_TorchEstimator):
     """
 
     def __init__(self, encoder: Any, list_size: int = 16, hidden: int = 256, epochs: int = 40, lr: float = 1e-3,
-                 batch_lists: int = 2, weight_decay: float = 0.01, dropout: float = 0.2, seed: int = 0) -> None:
+                 batch_lists: int = 2, weight_decay: float = 0.01, dropout: float = 0.2, seed: int = 0,
+                 device: str = "cpu") -> None:
         if list_size < 2:
             raise ValueError(f"list_size must be >= 2, got {list_size}")
         if epochs < 1 or batch_lists < 1 or not lr > 0:
@@ -122,12 +126,13 @@ class ListMLERanker(_TorchEstimator):
         self.encoder, self.list_size, self.hidden, self.epochs, self.lr = encoder, int(list_size), hidden, \
             int(epochs), float(lr)
         self.batch_lists, self.weight_decay, self.dropout, self.seed = int(batch_lists), weight_decay, dropout, seed
+        self.device = str(device)
         self.batch_size = self.batch_lists * self.list_size
 
     def _params(self) -> dict[str, Any]:
         return dict(list_size=self.list_size, hidden=self.hidden, epochs=self.epochs, lr=self.lr,
                     batch_lists=self.batch_lists, weight_decay=self.weight_decay, dropout=self.dropout,
-                    seed=self.seed)
+                    seed=self.seed, device=self.device)
 
     def _build(self, d: int) -> Branch:
         return Branch(d, self.hidden, self.dropout)
@@ -146,7 +151,7 @@ class ListMLERanker(_TorchEstimator):
         gen = self._seed()
         X = self._features(prompts, fit=True)
         Yt = torch.as_tensor(y, dtype=torch.float64)
-        self.model_ = self._build(X.shape[1])
+        self.model_ = self._build(X.shape[1]).to(self._dev)
         K = self.list_size
 
         def batch_loss(idx, ep):
@@ -155,11 +160,11 @@ class ListMLERanker(_TorchEstimator):
                 idx = torch.cat([idx, torch.randint(0, n, (K - len(idx),), generator=gen)])
                 m = 1
             lists = idx[: m * K].view(m, K)
-            s = self.model_(X[lists.reshape(-1)]).view(m, K)
+            s = self.model_(X[lists.reshape(-1).to(self._dev)]).view(m, K)
             # target order: shortest first (ties broken randomly by the tiny jitter)
             jitter = torch.rand(m, K, generator=gen, dtype=torch.float64) * 1e-6
             order = torch.argsort(Yt[lists] + jitter, dim=1)
-            return listmle_loss(s, order)
+            return listmle_loss(s, order.to(s.device))
 
         self.loss_history_ = self._train(n, batch_loss, None, gen)
         return self
@@ -169,7 +174,7 @@ class ListMLERanker(_TorchEstimator):
         """Scheduling scores (n,): lower = predicted shorter = served first."""
         if not hasattr(self, "model_"):
             raise RuntimeError("ListMLERanker is not fitted: call fit() first")
-        return -self.model_(self._features(prompts)).numpy().astype(float)
+        return -self.model_(self._features(prompts)).cpu().numpy().astype(float)
 
 
 class OracleLength:

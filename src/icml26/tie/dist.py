@@ -348,7 +348,7 @@ def _t_logsf_torch(z, nu: float, n_grid: int = 0):
         @staticmethod
         def forward(ctx, zz):
             zn = zz.detach().cpu().double().numpy()
-            val = torch.as_tensor(stats.t.logsf(zn, nu), dtype=zz.dtype)
+            val = torch.as_tensor(stats.t.logsf(zn, nu), dtype=zz.dtype).to(zz.device)
             ctx.save_for_backward(zz, val)
             return val
 

@@ -30,6 +30,7 @@ _BASE: dict[str, Any] = {
     "alpha": 0.9, "gamma": 0.9, "tau": 30.0, "rebuild_every_s": 5.0, "max_tokens": 2048, "nu": 3.5,
     "encoder": "minilm", "encoder_path": "", "epochs": 20, "lr": 1e-3, "batch_size": 32,
     "smollm2": "cache", "smollm2_prompts": 24, "smollm2_k": 8, "smollm2_max_new_tokens": 256, "workers": 0,
+    "device": "cpu",
 }
 
 CONFIGS: dict[str, dict[str, Any]] = {
@@ -40,7 +41,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
     # given as a local path (e.g. DeBERTa-v3-base weights), 5 seeds, real SmolLM2 traces computed if missing.
     # The real-engine part (vLLM + the adapter) is documented in docs/tie.md.
     "paper": {**_BASE, "n_seeds": 5, "n_train": 20000, "k": 64, "n_test": 10000, "loads": [0.7, 0.8, 0.9, 0.95],
-              "encoder": "hf", "encoder_path": "microsoft/deberta-v3-base", "epochs": 20,
+              "encoder": "hf", "encoder_path": "microsoft/deberta-v3-base", "epochs": 20, "device": "cuda",
               "smollm2": "compute", "smollm2_prompts": 32, "smollm2_k": 32, "smollm2_max_new_tokens": 1024},
 }
 
@@ -76,7 +77,7 @@ def _encoder(cfg: dict[str, Any]):
     if cfg["encoder"] == "hashing":
         return HashingEncoder()
     if cfg["encoder"] == "hf":
-        return HFEncoder(cfg["encoder_path"])
+        return HFEncoder(cfg["encoder_path"], device=cfg["device"])
     raise ValueError(f"encoder must be 'minilm', 'hashing' or 'hf', got {cfg['encoder']!r}")
 
 
@@ -90,7 +91,7 @@ def _train_job(cfg: dict[str, Any], workload: str, kind: str) -> dict[str, Any]:
     t0 = time.perf_counter()
     d = _datasets(cfg, workload)
     enc = _encoder(cfg)
-    kw = {"epochs": cfg["epochs"], "lr": cfg["lr"], "seed": cfg["seed"]}
+    kw = {"epochs": cfg["epochs"], "lr": cfg["lr"], "seed": cfg["seed"], "device": cfg["device"]}
     prompts, L = d["train"].prompts, d["train_len"]
     out: dict[str, Any] = {"workload": workload, "kind": kind, "preds": []}
     if kind in ("tie", "lognormal"):

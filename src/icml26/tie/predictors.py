@@ -90,6 +90,10 @@ def warmup_linear(step: int, total: int, warmup_frac: float = 0.1) -> float:
 class _TorchEstimator:
     """Shared plumbing: feature standardisation, seeding, the training loop and save/load."""
 
+    @property
+    def _dev(self) -> torch.device:
+        return torch.device(getattr(self, "device", "cpu"))
+
     def _seed(self) -> torch.Generator:
         torch.manual_seed(self.seed)
         g = torch.Generator()
@@ -108,7 +112,7 @@ class _TorchEstimator:
             raise RuntimeError(f"{type(self).__name__} is not fitted: call fit() first")
         if X.shape[1] != self.x_mean_.shape[0]:
             raise ValueError(f"encoder dimension {X.shape[1]} != {self.x_mean_.shape[0]} seen in fit")
-        return torch.as_tensor((X - self.x_mean_) / self.x_std_, dtype=torch.float32)
+        return torch.as_tensor((X - self.x_mean_) / self.x_std_, dtype=torch.float32).to(self._dev)
 
     def _train(self, n: int, batch_loss, weights: np.ndarray | None, gen: torch.Generator) -> list[float]:
         """Minibatch AdamW loop; batch_loss(idx (b,) long, epoch) -> scalar loss. Returns per-epoch mean loss."""
@@ -156,7 +160,7 @@ class _TorchEstimator:
         est = cls(encoder, **blob["params"])
         for k, v in blob["stats"].items():
             setattr(est, k, v)
-        est.model_ = est._build(len(est.x_mean_))
+        est.model_ = est._build(len(est.x_mean_)).to(est._dev)
         est.model_.load_state_dict(blob["state_dict"])
         est.model_.eval()
         return est
@@ -172,6 +176,7 @@ class LogTLengthPredictor(_TorchEstimator):
         target: "fit" (regress per-prompt fitted (μ, σ); paper) or "nll" (log-t NLL on observed lengths, [R]).
         family: "logt" (default) or "lognormal" (ablation; same training, Gaussian instead of t).
         epochs, lr, batch_size, weight_decay, dropout: training (defaults: 40, 1e-3, 32, 0.01, 0.2).
+        device: torch device of the head ("cpu", "cuda"); features are computed by the encoder on its own device.
         sample_weighting: the official WeightedRandomSampler.
         sigma_weight: (start, end) of the linearly rising σ-loss weight (3 -> 4).
         max_tokens: L for scores and censoring (2048).
@@ -182,7 +187,8 @@ class LogTLengthPredictor(_TorchEstimator):
     def __init__(self, encoder: Any, hidden: int = 256, nu: float = 3.5, target: str = "fit",
                  family: str = "logt", epochs: int = 40, lr: float = 1e-3, batch_size: int = 32,
                  weight_decay: float = 0.01, dropout: float = 0.2, sample_weighting: bool = True,
-                 sigma_weight: tuple[float, float] = (3.0, 4.0), max_tokens: int = 2048, seed: int = 0) -> None:
+                 sigma_weight: tuple[float, float] = (3.0, 4.0), max_tokens: int = 2048, seed: int = 0,
+                 device: str = "cpu") -> None:
         if target not in ("fit", "nll"):
             raise ValueError(f"target must be 'fit' or 'nll', got {target!r}")
         if family not in ("logt", "lognormal"):
@@ -199,12 +205,13 @@ class LogTLengthPredictor(_TorchEstimator):
         self.epochs, self.lr, self.batch_size = int(epochs), float(lr), int(batch_size)
         self.weight_decay, self.dropout, self.sample_weighting = weight_decay, dropout, sample_weighting
         self.sigma_weight, self.max_tokens, self.seed = tuple(sigma_weight), int(max_tokens), int(seed)
+        self.device = str(device)
 
     def _params(self) -> dict[str, Any]:
         return dict(hidden=self.hidden, nu=self.nu, target=self.target, family=self.family, epochs=self.epochs,
                     lr=self.lr, batch_size=self.batch_size, weight_decay=self.weight_decay, dropout=self.dropout,
                     sample_weighting=self.sample_weighting, sigma_weight=self.sigma_weight,
-                    max_tokens=self.max_tokens, seed=self.seed)
+                    max_tokens=self.max_tokens, seed=self.seed, device=self.device)
 
     def _build(self, d: int) -> TwoBranchHead:
         return TwoBranchHead(d, self.hidden, self.dropout)
@@ -248,21 +255,23 @@ class LogTLengthPredictor(_TorchEstimator):
         self.mu_mean_, self.mu_std_ = float(mu.mean()), float(mu.std() + 1e-6)
         ls = np.log1p(sigma)
         self.ls_mean_, self.ls_std_ = float(ls.mean()), float(ls.std() + 1e-6)
-        self.model_ = self._build(X.shape[1])
+        self.model_ = self._build(X.shape[1]).to(self._dev)
         weights = sampler_weights(mu, sigma) if self.sample_weighting else None
         if self.target == "fit":
-            zm = torch.as_tensor((mu - self.mu_mean_) / self.mu_std_, dtype=torch.float32)
-            zs = torch.as_tensor((ls - self.ls_mean_) / self.ls_std_, dtype=torch.float32)
+            zm = torch.as_tensor((mu - self.mu_mean_) / self.mu_std_, dtype=torch.float32).to(self._dev)
+            zs = torch.as_tensor((ls - self.ls_mean_) / self.ls_std_, dtype=torch.float32).to(self._dev)
             w0, w1 = self.sigma_weight
 
             def batch_loss(idx, ep):
+                idx = idx.to(self._dev)
                 pm, ps = self.model_(X[idx])
                 ws = w0 + (w1 - w0) * ep / max(1, self.epochs - 1)
                 return ((pm - zm[idx]) ** 2).mean() + ws * ((ps - zs[idx]) ** 2).mean()
         else:
-            Y, M, C = _nll_tensors(rows, self.max_tokens)
+            Y, M, C = (t.to(self._dev) for t in _nll_tensors(rows, self.max_tokens))
 
             def batch_loss(idx, ep):
+                idx = idx.to(self._dev)
                 pm, ps = self.model_(X[idx])
                 m = pm * self.mu_std_ + self.mu_mean_
                 s = nn.functional.softplus(ps) * float(np.expm1(self.ls_mean_)) + 1e-3
@@ -278,6 +287,7 @@ class LogTLengthPredictor(_TorchEstimator):
             raise RuntimeError("LogTLengthPredictor is not fitted: call fit() first")
         X = self._features(prompts)
         pm, ps = self.model_(X)
+        pm, ps = pm.cpu(), ps.cpu()
         mu = pm.numpy() * self.mu_std_ + self.mu_mean_
         if self.target == "fit":
             sigma = np.expm1(ps.numpy() * self.ls_std_ + self.ls_mean_)
