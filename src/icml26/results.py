@@ -79,7 +79,8 @@ class Result:
     def __post_init__(self) -> None:
         if self.scale not in SCALES:
             raise ValueError(f"scale must be one of {SCALES}, got {self.scale!r}")
-        self.claims = [c if isinstance(c, Claim) else Claim(**c) for c in self.claims]
+        # converted in place: a list the caller keeps a reference to stays the Result's list
+        self.claims[:] = [c if isinstance(c, Claim) else Claim(**c) for c in self.claims]
         if not self.versions:
             self.versions = library_versions()
         if not self.created:

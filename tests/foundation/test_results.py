@@ -57,3 +57,13 @@ def test_bad_scale_and_figure_name():
 def test_config_hash_is_order_independent_and_sensitive():
     assert config_hash({"a": 1, "b": 2}) == config_hash({"b": 2, "a": 1})
     assert config_hash({"a": 1}) != config_hash({"a": 2})
+
+
+def test_claims_list_passed_in_stays_the_results_list():
+    claims = []
+    r = Result(slug="x", scale="smoke", config={}, claims=claims)
+    claims.append(Claim("A", "s", "m", 1.0, "> 0", True))
+    assert r.claims is claims and len(r.claims) == 1
+    r2 = Result(slug="x", scale="smoke", config={}, claims=[{"id": "B", "statement": "s", "metric": "m",
+                                                            "measured": 2, "threshold": "t", "held": False}])
+    assert isinstance(r2.claims[0], Claim) and r2.claims[0].held is False

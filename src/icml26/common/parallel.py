@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import sys
 from concurrent.futures import ProcessPoolExecutor
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -16,10 +17,11 @@ from tqdm.auto import tqdm
 
 
 def _init_worker() -> None:
-    import torch
-
-    torch.set_num_threads(1)
-    os.environ["OMP_NUM_THREADS"] = "1"
+    # torch (and BLAS) read these when first imported, so a worker that never imports torch pays nothing
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[var] = "1"
+    if "torch" in sys.modules:  # pragma: no cover - spawn starts clean; kept for other start methods
+        sys.modules["torch"].set_num_threads(1)
 
 
 def _call(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
