@@ -524,7 +524,6 @@ def _part_c(cfg: dict, res: dict, metrics: dict) -> tuple[Claim, Any]:
 def _part_d(cfg: dict, res: dict, metrics: dict) -> Claim:
     wt = res["walltime"]
     metrics["D_walltime"] = wt
-    trend = {r["tag"]: r for r in res["cluster"] if r["tag"].startswith("trend")}
     kt_rows = sorted([r for r in res["cluster"] if r["tag"] in ("trend_kT", "trend_base")], key=lambda r: r["kT"])
     g_rows = sorted([r for r in res["cluster"] if r["tag"] in ("trend_friction", "trend_base")],
                     key=lambda r: r["friction"])
@@ -536,7 +535,6 @@ def _part_d(cfg: dict, res: dict, metrics: dict) -> Claim:
                                   for r in kt_rows},
                            "friction": {r["friction"]: {"steps_per_round": r["steps_per_round"],
                                                         "acceptance": r["acceptance"]} for r in g_rows}}
-    del trend
     t = wt["torch"]
     measured = {"torch_wall_speedup": t["wall_speedup"], "torch_latency_speedup": t["latency_speedup"],
                 "torch_target_evals_ratio": t["target_evals_ratio"], "numpy_wall_speedup": wt["numpy"]["wall_speedup"],
