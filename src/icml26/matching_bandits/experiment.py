@@ -191,23 +191,26 @@ def _claims(by: dict[tuple[str, str], list[dict[str, Any]]], T: int) -> tuple[li
             details="ETC(20) median R(T) = %.1f (a well-sized ETC is strong; it needs Delta and T to size T0)."
                     % med("E1", "etc20", "sum_regret") if ("E1", "etc20") in by else ""))
 
-    # ---- C3 instance dependence
-    if ("E2_gap0.06", "adaptive") in by and ("E2_gap0.2", "adaptive") in by:
-        lo, hi = by[("E2_gap0.06", "adaptive")], by[("E2_gap0.2", "adaptive")]
+    # ---- C3 instance dependence: the E2 instances with the smallest and the largest requested gap
+    e2 = sorted((float(i.split("gap", 1)[1]), i) for (i, p) in by if i.startswith("E2_gap") and p == "adaptive")
+    if len(e2) >= 2:
+        (g_lo, i_lo), (g_hi, i_hi) = e2[0], e2[-1]
+        k_lo, k_hi = i_lo.replace("E2_", ""), i_hi.replace("E2_", "")
+        lo, hi = by[(i_lo, "adaptive")], by[(i_hi, "adaptive")]
         n_lo = float(np.median([r["n_refine"] for r in lo]))
         n_hi = float(np.median([r["n_refine"] for r in hi]))
         claims.append(Claim(
             "C3", "The regret/refinement cost is governed by the minimum preference gap: a larger gap needs fewer "
                   "refine rounds.",
-            "E2: median refine rounds of Adaptive at Delta>=0.2 / at Delta>=0.06",
-            {"ratio": n_hi / max(n_lo, 1e-12), "n_refine_gap0.06": n_lo, "n_refine_gap0.2": n_hi,
-             "realised_gap_0.06": float(np.median([r["min_gap"] for r in lo])),
-             "realised_gap_0.2": float(np.median([r["min_gap"] for r in hi])),
-             "R_gap0.06": med("E2_gap0.06", "adaptive", "sum_regret"),
-             "R_gap0.2": med("E2_gap0.2", "adaptive", "sum_regret")},
+            f"E2: median refine rounds of Adaptive at Delta>={g_hi:g} / at Delta>={g_lo:g}",
+            {"ratio": n_hi / max(n_lo, 1e-12), f"n_refine_{k_lo}": n_lo, f"n_refine_{k_hi}": n_hi,
+             f"realised_gap_{g_lo:g}": float(np.median([r["min_gap"] for r in lo])),
+             f"realised_gap_{g_hi:g}": float(np.median([r["min_gap"] for r in hi])),
+             f"R_{k_lo}": med(i_lo, "adaptive", "sum_regret"),
+             f"R_{k_hi}": med(i_hi, "adaptive", "sum_regret")},
             "ratio <= 0.6", n_hi <= 0.6 * n_lo,
-            details=f"refine rounds per seed: gap0.06 {[r['n_refine'] for r in lo]} (Delta "
-                    f"{[round(r['min_gap'], 3) for r in lo]}), gap0.2 {[r['n_refine'] for r in hi]} (Delta "
+            details=f"refine rounds per seed: {k_lo} {[r['n_refine'] for r in lo]} (Delta "
+                    f"{[round(r['min_gap'], 3) for r in lo]}), {k_hi} {[r['n_refine'] for r in hi]} (Delta "
                     f"{[round(r['min_gap'], 3) for r in hi]})"))
 
     # ---- C4 adversarial
