@@ -188,8 +188,14 @@ def _claims(by: dict[tuple[str, str], list[dict[str, Any]]], T: int) -> tuple[li
             {"ratio_sum_regret": a / e, "ratio_abs_regret": aa / ea, "adaptive_R": a, "etc300_R": e,
              "adaptive_abs": aa, "etc300_abs": ea},
             "both ratios <= 0.35", held,
-            details="ETC(20) median R(T) = %.1f (a well-sized ETC is strong; it needs Delta and T to size T0)."
-                    % med("E1", "etc20", "sum_regret") if ("E1", "etc20") in by else ""))
+            details=(f"spec metric (sum_i R_i) ratio {a / e:.3f} ({'<=' if a <= 0.35 * e else '>'} 0.35); absolute-regret "
+                     f"ratio {aa / ea:.3f} ({'<=' if aa <= 0.35 * ea else '>'} 0.35), required too because sum_i R_i "
+                     "can be negative. Per seed R(T): Adaptive "
+                     f"{[round(_at(r, 'sum_regret', T), 1) for r in by[('E1', 'adaptive')]]}, ETC(300) "
+                     f"{[round(_at(r, 'sum_regret', T), 1) for r in by[('E1', 'etc300')]]}. Each forced refine round "
+                     "costs regret; "
+                     + (f"ETC(20) median R(T) = {med('E1', 'etc20', 'sum_regret'):.1f} (a well-sized ETC is strong, "
+                        "but sizing T0 needs Delta and T)." if ("E1", "etc20") in by else ""))))
 
     # ---- C3 instance dependence: the E2 instances with the smallest and the largest requested gap
     e2 = sorted((float(i.split("gap", 1)[1]), i) for (i, p) in by if i.startswith("E2_gap") and p == "adaptive")
