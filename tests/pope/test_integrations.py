@@ -129,3 +129,18 @@ def test_experiment_smoke_run():
     assert set(result._pending_figures) == {"extrapolation", "decoupling_argmax", "indirect_indexing"}
     runs = result.metrics["extrapolation_runs"]
     assert {r["arm"] for r in runs} == {"pope", "rope"} and all(set(r["losses"]) == {"32", "64"} for r in runs)
+
+
+def test_paper_scale_code_path_on_cpu():
+    """`--scale paper` with the tiny model on the byte-corpus fallback: the GPU code path runs end to end."""
+    from icml26.pope.experiment import CONFIGS, run
+
+    cfg = copy.deepcopy(CONFIGS["paper"])
+    cfg.update(scale="paper", model="tiny", steps=2, batch_size=2, grad_accum=2, ctx=32, warmup_steps=1,
+               eval_lengths=[32, 64], eval_windows=2, zero_shot_tasks=[], out_dir="", ii_run=False,
+               dtype="float32")
+    result = run(cfg)
+    assert [c.id for c in result.claims] == ["A", "B"]
+    assert {r["arm"] for r in result.metrics["runs"]} == {"pope", "rope"}
+    assert all(set(r["losses"]) == {"32", "64"} for r in result.metrics["runs"])
+    assert "NOT the paper" in result.notes

@@ -201,7 +201,7 @@ def train_indirect_indexing_arm(arm: str, seed: int, cfg: dict) -> dict:
         sched.step()
     xt, yt = task.test_set(cfg["ii_test_size"])
     acc = indexing_accuracy(model, xt.to(dev), yt.to(dev))
-    return {"arm": arm, "seed": seed, "accuracy": acc, "final_loss": float(loss), "time_s": time.perf_counter() - t0}
+    return {"arm": arm, "seed": seed, "accuracy": acc, "final_loss": loss.item(), "time_s": time.perf_counter() - t0}
 
 
 def _claim_c(runs: list[dict]) -> Claim:

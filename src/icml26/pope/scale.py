@@ -22,6 +22,7 @@ exercised anywhere; the result then says so and is not a reproduction of the pap
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -71,14 +72,20 @@ def load_tokens(data_dir: str, split: str) -> tuple[np.ndarray | torch.Tensor, i
     """nanoGPT-format uint16 tokens `<data_dir>/<split>.bin` (memory-mapped) and the vocab size (GPT-2: 50304
     padded); `data_dir=""` gives the stdlib byte corpus (vocab 256)."""
     if not data_dir:
-        from icml26.common.text import bytes_to_tensor, stdlib_python_bytes, train_val_split
-
-        tr, va = train_val_split(bytes_to_tensor(stdlib_python_bytes(None)), 0.1)
-        return (tr if split == "train" else va).numpy(), 256
+        tr, va = _byte_corpus()
+        return (tr if split == "train" else va), 256
     path = Path(data_dir) / f"{split}.bin"
     if not path.exists():
         raise FileNotFoundError(f"{path} not found: data_dir must hold nanoGPT-style {split}.bin (uint16 tokens)")
     return np.memmap(path, dtype=np.uint16, mode="r"), 50304
+
+
+@functools.lru_cache(maxsize=1)
+def _byte_corpus(nbytes: int = 4_000_000) -> tuple[np.ndarray, np.ndarray]:
+    from icml26.common.text import bytes_to_tensor, stdlib_python_bytes, train_val_split
+
+    tr, va = train_val_split(bytes_to_tensor(stdlib_python_bytes(nbytes)), 0.1)
+    return tr.numpy(), va.numpy()
 
 
 def _batch(tokens, batch_size: int, ctx: int, rng: np.random.Generator, device) -> torch.Tensor:
