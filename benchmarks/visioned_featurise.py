@@ -1,0 +1,49 @@
+"""Featurisation cost from a cached density cube: multi-shot images vs ED point clouds (spec §6 V3).
+
+    python benchmarks/visioned_featurise.py [--n-molecules 20] [--sizes 32 64 224] [--points 1024 2048]
+
+Prints the median wall time per molecule (one thread) of `render_multishot` (charges and exact ESP) at several
+image sizes and of `ed_point_cloud` (threshold + FPS) at several point counts, with the stored bytes of each.
+Densities come from the same cache as the reproduction (`icml26.common.cache_dir("visioned")`).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from icml26.visioned import EDCalculator, ed_point_cloud, render_multishot
+from icml26.visioned.data import enumerate_small_molecules, stratified_sample
+from icml26.visioned.metrics import median_time, representation_bytes
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n-molecules", type=int, default=20)
+    ap.add_argument("--sizes", type=int, nargs="+", default=[32, 64])
+    ap.add_argument("--points", type=int, nargs="+", default=[1024, 2048])
+    ap.add_argument("--exact-esp", action="store_true", help="also time esp='exact' (PySCF int1e_grids)")
+    a = ap.parse_args()
+    mols = stratified_sample(enumerate_small_molecules(8), a.n_molecules, seed=0)
+    recs = EDCalculator(n_workers=2).compute([m["smiles"] for m in mols])
+    rows = []
+    with threadpool_limits(1):
+        for size in a.sizes:
+            for esp in ["charges"] + (["exact"] if a.exact_esp else []):
+                t, _ = median_time(lambda r: render_multishot(r, size=size, esp=esp), recs)
+                rows.append((f"render 6 shots {size}px esp={esp}", t, representation_bytes(render_multishot(recs[0], size=size))))
+        for n in a.points:
+            t, _ = median_time(lambda r: ed_point_cloud(r, n_points=n), recs)
+            rows.append((f"point cloud threshold 1e-3 + FPS {n}", t, representation_bytes(ed_point_cloud(recs[0], n_points=n))))
+    width = max(len(r[0]) for r in rows)
+    print(f"{'representation':{width}s}  ms/molecule  bytes/molecule")
+    for name, t, b in rows:
+        print(f"{name:{width}s}  {1e3 * t:11.2f}  {b:14d}")
+    n_vox = np.median([int((np.asarray(r.cube, np.float32) >= 1e-3).sum()) for r in recs])
+    print(f"median voxels with rho >= 1e-3 at {recs[0].spacing} A spacing: {n_vox:.0f}")
+
+
+if __name__ == "__main__":
+    main()
