@@ -108,3 +108,15 @@ def test_cross_scale_and_rotations_shapes(water):
     assert (img[:6, 3] > 0).sum() > (img[6:, 3] > 0).sum()
     rot = render_multishot(water, size=16, rotations=np.stack([np.eye(3), np.eye(3)]))
     assert rot.shape == (12, 4, 16, 16) and np.array_equal(rot[:6], rot[6:])
+
+
+def test_shared_volume_equals_per_camera_sampling(tiny):
+    from icml26.visioned.render import _CAMERAS, _cast
+
+    rec = tiny["C=C"]
+    size, fov = 24, 12.0
+    g = (np.arange(size) + 0.5 - size / 2) * fov / size
+    cube = np.asarray(rec.cube, np.float32)
+    slow = np.stack([_cast(rec, cube, np.eye(3), *_CAMERAS[v], g, g, 0.05, "charges", (-0.08, 0.08), True, 0.35,
+                           None) for v in range(6)])
+    assert np.array_equal(render_multishot(rec, size=size, fov=fov), slow)

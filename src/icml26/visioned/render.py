@@ -4,8 +4,9 @@
 (ramp -0.08 / 0 / +0.08 a.u. -> red / white / blue), several rotated views, RGB + depth, 224 x 224.
 [ours, reconstructed] No PyMOL: orthographic ray casting in the molecule's canonical frame (`density.py`).
 Each of the 6 shots (cameras at +x, -x, +y, -y, +z, -z looking at the centre of mass) samples the cube
-(trilinear) on a `size` x `size` pixel grid x `depth_samples` steps covering a box of `fov` Angstrom. Per pixel, the first sample with
-rho >= iso is refined by interpolating ln rho between the two bracketing samples (exact for an exponential
+(trilinear) on a `size` x `size` pixel grid x `depth_samples` steps covering a box of `fov` Angstrom; with the
+default depth_samples = size all six cameras read one shared `size`^3 resampled volume (transposes / flips,
+tested identical to per-camera sampling). Per pixel, the first sample with rho >= iso is refined by interpolating ln rho between the two bracketing samples (exact for an exponential
 tail), which gives the hit point p. Channels (uint8):
   RGB   = ESP colour ramp at p (`esp="charges"`: Mulliken point charges; `"exact"`: PySCF int1e_grids on the
           hit points only; or any callable (points_A (n, 3)) -> hartree/e), times Lambert shading
