@@ -135,7 +135,9 @@ def test_sim_conserves_tokens_and_respects_kv(kv):
 def test_fast_path_equals_step_by_step(kv):
     w = _workload(250, seed=3, rate=10.0)
     st = StepTimeModel(c_ctx=1e-7)
-    for make in (FCFSQueue, lambda: ScoreQueue(lambda r: w.true_len[r.id])):
+    w = w.with_features([{"mu": float(np.log(t)) + 0.3, "sigma": 0.8} for t in w.true_len])
+    for make in (FCFSQueue, lambda: ScoreQueue(lambda r: w.true_len[r.id]),
+                 lambda: TIEQueue(starvation=(0.9, 3.0), rebuild_every_s=0.5)):
         a = ServingSimulator(EngineConfig(kv_capacity_tokens=kv), make(), st, fast=True).run(w)
         b = ServingSimulator(EngineConfig(kv_capacity_tokens=kv), make(), st, fast=False).run(w)
         np.testing.assert_allclose(a.finish, b.finish, rtol=1e-9)

@@ -296,8 +296,12 @@ class ServingSimulator:
         while done < n:
             t = self.now
             while nxt < n and arr[order[nxt]] <= t:
+                # a request joins the waiting queue at its arrival time (the queue's clock reads it then), even
+                # when the loop reaches it only after a run of identical steps
+                self.now = float(arr[order[nxt]])
                 q.add(reqs[order[nxt]])
                 nxt += 1
+            self.now = t
             if not running and len(q) == 0:
                 self.now = float(arr[order[nxt]])
                 continue
@@ -355,6 +359,14 @@ class ServingSimulator:
             dt = m * st(prefill, nr, ctx0) + st.c_ctx * nr * m * (m - 1) / 2
             self.now = t + dt
             steps += m
+            if m > 1:  # arrivals during the run join the queue before this step's preemptions, as step by step
+                last_start = t + (m - 1) * st(prefill, nr, ctx0) + st.c_ctx * nr * (m - 1) * (m - 2) / 2
+                now = self.now
+                while nxt < n and arr[order[nxt]] <= last_start:
+                    self.now = float(arr[order[nxt]])
+                    q.add(reqs[order[nxt]])
+                    nxt += 1
+                self.now = now
             peak = max(peak, nblocks - free)
             if nr:
                 gen[R] += m
