@@ -171,3 +171,18 @@ def test_pluggable_position_encoding_with_bias():
     with torch.no_grad():
         inc = torch.cat([m(x[:, :3], cache=cache), m(x[:, 3:], cache=cache)], 1)
     assert torch.allclose(inc, a, atol=1e-5)
+
+
+def test_widening_encoding_keeps_attention_exact():
+    class Widen(torch.nn.Module):  # duplicate q and k features: q'.k' = 2 q.k, so halve q to keep the score
+        def forward(self, q, k, q_pos, k_pos):
+            return torch.cat([q, q], -1) / 2, torch.cat([k, k], -1)
+
+    torch.manual_seed(0)
+    cfg = TinyLMConfig(vocab_size=16, d_model=16, n_layers=1, n_heads=2, pos="none")
+    plain = TinyLM(cfg)
+    wide = TinyLM(cfg, pos_encoding=lambda hd, nh: Widen())
+    wide.load_state_dict(plain.state_dict())
+    x = torch.randint(0, 16, (2, 7))
+    with torch.no_grad():
+        assert torch.allclose(plain(x), wide(x), atol=1e-5)
