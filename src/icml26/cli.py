@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from icml26.registry import PAPERS, Paper, get_paper
+from icml26.report import format_measured
 from icml26.results import SCALES, Result, config_hash, load_result, save_result
 
 
@@ -116,14 +117,6 @@ def _console():
     return Console(highlight=False)
 
 
-def _fmt_measured(v: Any) -> str:
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    if isinstance(v, dict):
-        return ", ".join(f"{k}={_fmt_measured(x)}" for k, x in v.items())
-    if isinstance(v, list):
-        return "[" + ", ".join(_fmt_measured(x) for x in v) + "]"
-    return str(v)
 
 
 def print_claims(result: Result) -> None:
@@ -134,7 +127,7 @@ def print_claims(result: Result) -> None:
         table.add_column(col, overflow="fold")
     for c in result.claims:
         verdict = "[green]held[/]" if c.held else "[red]not held[/]"
-        table.add_row(f"{c.id}: {c.statement}", _fmt_measured(c.measured), c.threshold, verdict,
+        table.add_row(f"{c.id}: {c.statement}", format_measured(c.measured), c.threshold, verdict,
                       "gate" if c.gate else "report")
     _console().print(table)
 
@@ -157,8 +150,10 @@ def cmd_list(args) -> int:
             if f.exists():
                 try:
                     r = load_result(f)
-                    held = sum(c.held for c in r.claims)
-                    last = f"{scale}: {held}/{len(r.claims)} claims held"
+                    gates = [c for c in r.claims if c.gate]
+                    rep = [c for c in r.claims if not c.gate]
+                    last = (f"{scale}: gates {sum(c.held for c in gates)}/{len(gates)}, "
+                            f"reported {sum(c.held for c in rep)}/{len(rep)} held")
                 except Exception:  # noqa: BLE001 - a corrupt file should not break listing
                     last = f"{scale}: unreadable result"
                 break

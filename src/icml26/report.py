@@ -29,13 +29,16 @@ def collect_results(root: str | Path) -> list[tuple[Path, Result]]:
     return found
 
 
-def _fmt(v) -> str:
+def format_measured(v, top: bool = True) -> str:
+    """Measured values for a table cell: 4 significant digits; nested mappings in braces."""
     if isinstance(v, float):
         return f"{v:.4g}"
     if isinstance(v, dict):
-        return "; ".join(f"{k}={_fmt(x)}" for k, x in v.items())
+        if top:
+            return "; ".join(f"{k}={format_measured(x, False)}" for k, x in v.items())
+        return "{" + ", ".join(f"{k}: {format_measured(x, False)}" for k, x in v.items()) + "}"
     if isinstance(v, list):
-        return "[" + ", ".join(_fmt(x) for x in v) + "]"
+        return "[" + ", ".join(format_measured(x, False) for x in v) + "]"
     return str(v)
 
 
@@ -78,7 +81,7 @@ def build_markdown(root: Path, results: list[tuple[Path, Result]]) -> str:
         out += [f"runtime {r.runtime_s:.1f} s · run {r.created} · config hash `{r.config_hash}`", "",
                 "| claim | paper's statement | measured | threshold | verdict | gate |", "|---|---|---|---|---|---|"]
         for c in r.claims:
-            out.append(f"| {c.id} | {_md_cell(c.statement)} | {_md_cell(_fmt(c.measured))} | "
+            out.append(f"| {c.id} | {_md_cell(c.statement)} | {_md_cell(format_measured(c.measured))} | "
                        f"{_md_cell(c.threshold)} | **{c.verdict}** | {'gate' if c.gate else 'report'} |")
         details = [c for c in r.claims if c.details]
         if details:
@@ -137,7 +140,7 @@ def build_html(root: Path, results: list[tuple[Path, Result]]) -> str:
         for c in r.claims:
             cls = "held" if c.held else "nothold"
             det = f"<br><span class='muted'>{e(c.details)}</span>" if c.details else ""
-            parts.append(f"<tr><td>{e(c.id)}</td><td>{e(c.statement)}{det}</td><td>{e(_fmt(c.measured))}</td>"
+            parts.append(f"<tr><td>{e(c.id)}</td><td>{e(c.statement)}{det}</td><td>{e(format_measured(c.measured))}</td>"
                          f"<td>{e(c.threshold)}</td><td class='{cls}'>{e(c.verdict)}</td>"
                          f"<td>{'gate' if c.gate else 'report'}</td></tr>")
         parts.append("</table>")

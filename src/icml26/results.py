@@ -134,6 +134,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; results and reports are meant to be shared
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
