@@ -33,10 +33,12 @@ def main() -> None:
         for size in a.sizes:
             for esp in ["charges"] + (["exact"] if a.exact_esp else []):
                 t, _ = median_time(lambda r: render_multishot(r, size=size, esp=esp), recs)
-                rows.append((f"render 6 shots {size}px esp={esp}", t, representation_bytes(render_multishot(recs[0], size=size))))
+                nb = representation_bytes(render_multishot(recs[0], size=size))
+                rows.append((f"render 6 shots {size}px esp={esp}", t, nb))
         for n in a.points:
             t, _ = median_time(lambda r: ed_point_cloud(r, n_points=n), recs)
-            rows.append((f"point cloud threshold 1e-3 + FPS {n}", t, representation_bytes(ed_point_cloud(recs[0], n_points=n))))
+            nb = representation_bytes(ed_point_cloud(recs[0], n_points=n))
+            rows.append((f"point cloud threshold 1e-3 + FPS {n}", t, nb))
     width = max(len(r[0]) for r in rows)
     print(f"{'representation':{width}s}  ms/molecule  bytes/molecule")
     for name, t, b in rows:

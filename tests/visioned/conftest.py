@@ -1,6 +1,5 @@
 """Shared fixtures: six tiny molecules (RHF/STO-3G, < 5 s of QM) computed once per test session."""
 
-import numpy as np
 import pytest
 
 TINY = ["O", "N", "C", "F", "[C-]#[O+]", "C=C"]  # H2O, NH3, CH4, HF, CO, C2H4

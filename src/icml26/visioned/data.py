@@ -1,13 +1,14 @@
 """Molecules for the CPU reproduction (spec §6) and the splits.
 
-`enumerate_small_molecules` builds the spec's deterministic core x substituent library with RDKit:
-cores benzene (mono; ortho/meta/para di), pyridine (2-, 3-, 4-), pyrimidine (2-), furan (2-), thiophene (2-),
-pyrrole (2- and 2,5-; the spec's parenthesis read as applying to pyrrole only, as it does for benzene and pyridine), ethene (mono, 1,2-di), butadiene (1-), hexatriene (1-), cyclohexane (mono), propane (1-),
-each open position taking one of 15 substituents (H, F, Cl, OH, NH2, CH3, CHO, CN, NO2, COOH, OCH3, N(CH3)2,
-CF3, C#CH, CH=CH2). Canonical SMILES deduplicate, then closed-shell molecules with <= `max_heavy_atoms`
-heavy atoms are kept (702 unique, 332 with <= 8 heavy atoms, 8 Murcko scaffolds; the spec's probe counted
-773 / 344 with a slightly different site list that it does not spell out). [ours] the exact positions per core are the spec's list; the double-bond geometry of
-1,2-disubstituted ethenes is left unspecified (ETKDG picks one, deterministically for a seed).
+`enumerate_small_molecules` builds the spec's deterministic core x substituent library with RDKit: cores benzene
+(mono; ortho/meta/para di), pyridine (2-, 3-, 4-), pyrimidine (2-), furan (2-), thiophene (2-), pyrrole (2- and
+2,5-; the spec's parenthesis read as applying to pyrrole only, as it does for benzene and pyridine), ethene
+(mono, 1,2-di), butadiene (1-), hexatriene (1-), cyclohexane (mono), propane (1-), each open position taking one
+of 15 substituents (H, F, Cl, OH, NH2, CH3, CHO, CN, NO2, COOH, OCH3, N(CH3)2, CF3, C#CH, CH=CH2). Canonical
+SMILES deduplicate, then closed-shell molecules with <= `max_heavy_atoms` heavy atoms are kept (702 unique, 332
+with <= 8 heavy atoms, 8 Murcko scaffolds; the spec's probe counted 773 / 344 with a slightly different site
+list that it does not spell out). [ours] the exact positions per core are the spec's list; the double-bond
+geometry of 1,2-disubstituted ethenes is left unspecified (ETKDG picks one, deterministically for a seed).
 """
 
 from __future__ import annotations

@@ -355,7 +355,8 @@ def run(config: dict[str, Any]) -> Result:
                "point_cloud": _epoch_time(pc_net, pc_in, bsz)}
     torch.set_num_threads(old_threads)
     eff = {
-        "featurise_ms_per_molecule": {"image": 1e3 * float(np.median(t_img)), "point_cloud": 1e3 * float(np.median(t_pc))},
+        "featurise_ms_per_molecule": {"image": 1e3 * float(np.median(t_img)),
+                                      "point_cloud": 1e3 * float(np.median(t_pc))},
         "featurise_speedup_image": feat_ratio,
         "bytes_per_molecule": {"image": bytes_img, "point_cloud": bytes_pc, "pc_over_image": bytes_pc / bytes_img},
         "train_epoch_s_100pct": ep_time,
@@ -382,13 +383,15 @@ def run(config: dict[str, Any]) -> Result:
         Claim("V1", "Physics-informed pretraining helps under label scarcity.",
               f"MAE(pretrained) / MAE(scratch), gap eV, {float(lo):.0%} labels, mean over {len(seeds)} seeds",
               v1, "<= 0.90", v1 <= 0.90, True,
-              f"pretrained {mean('vit_pre', lo):.3f} ± {summary['vit_pre'][lo]['std']:.3f} eV [{per_seed('vit_pre', lo)}]"
+              f"pretrained {mean('vit_pre', lo):.3f} ± {summary['vit_pre'][lo]['std']:.3f} eV "
+              f"[{per_seed('vit_pre', lo)}]"
               f"; scratch {mean('vit_scratch', lo):.3f} ± {summary['vit_scratch'][lo]['std']:.3f} eV "
               f"[{per_seed('vit_scratch', lo)}]; training-mean predictor {mean('mean_predictor', lo):.3f} eV"),
         Claim("V2", "ED images beat ED point clouds (paper: +26.2%).",
               f"relative gain 1 - MAE(pretrained ViT) / MAE({cfg['pc_arch']}), {float(hi):.0%} labels",
               v2_gain, ">= 0 (image MAE <= point-cloud MAE)", v2_gain >= 0, True,
-              f"pretrained {mean('vit_pre', hi):.3f} ± {summary['vit_pre'][hi]['std']:.3f} eV [{per_seed('vit_pre', hi)}]"
+              f"pretrained {mean('vit_pre', hi):.3f} ± {summary['vit_pre'][hi]['std']:.3f} eV "
+              f"[{per_seed('vit_pre', hi)}]"
               f"; point cloud {mean('pointcloud', hi):.3f} ± {summary['pointcloud'][hi]['std']:.3f} eV "
               f"[{per_seed('pointcloud', hi)}]; training-mean predictor {mean('mean_predictor', hi):.3f} eV "
               f"(point cloud / mean predictor = {mean('pointcloud', hi) / mean('mean_predictor', hi):.2f}, "

@@ -6,7 +6,8 @@
 Each of the 6 shots (cameras at +x, -x, +y, -y, +z, -z looking at the centre of mass) samples the cube
 (trilinear) on a `size` x `size` pixel grid x `depth_samples` steps covering a box of `fov` Angstrom; with the
 default depth_samples = size all six cameras read one shared `size`^3 resampled volume (transposes / flips,
-tested identical to per-camera sampling). Per pixel, the first sample with rho >= iso is refined by interpolating ln rho between the two bracketing samples (exact for an exponential
+tested identical to per-camera sampling). Per pixel, the first sample with rho >= iso is refined by
+interpolating ln rho between the two bracketing samples (exact for an exponential
 tail), which gives the hit point p. Channels (uint8):
   RGB   = ESP colour ramp at p (`esp="charges"`: Mulliken point charges; `"exact"`: PySCF int1e_grids on the
           hit points only; or any callable (points_A (n, 3)) -> hartree/e), times Lambert shading
@@ -79,7 +80,8 @@ def _esp_at(rec: EDRecord, pts: np.ndarray, esp: str | Callable[[np.ndarray], np
 
 def render_multishot(rec: EDRecord, n_views: int = 6, size: int = 32, isovalues: Sequence[float] = (0.05,),
                      esp: str | Callable[[np.ndarray], np.ndarray] = "charges",
-                     esp_range: tuple[float, float] = (-0.08, 0.08), fov: float = 12.0, depth_samples: int | None = None,
+                     esp_range: tuple[float, float] = (-0.08, 0.08), fov: float = 12.0,
+                     depth_samples: int | None = None,
                      shade: bool = True, ambient: float = 0.35, rotations: np.ndarray | None = None) -> np.ndarray:
     """Render the multi-shot RGB-D images of one molecule.
 

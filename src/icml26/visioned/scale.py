@@ -152,7 +152,8 @@ def pretrain_distributed(shards: str | Path, out: str | Path, vit: dict[str, Any
     total = epochs * steps_per_epoch
     warm = warmup_epochs * steps_per_epoch
     sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: (s + 1) / max(1, warm) if s < warm else 0.5 * (1 + math.cos(math.pi * (s - warm) / max(1, total - warm))))
+        opt, lambda s: (s + 1) / max(1, warm) if s < warm
+        else 0.5 * (1 + math.cos(math.pi * (s - warm) / max(1, total - warm))))
     mu_t, sd_t = torch.tensor(mu, device=device), torch.tensor(sd, device=device)
     n_phys = len(PHYS_KEYS)
     step = 0
