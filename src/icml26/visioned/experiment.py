@@ -379,21 +379,23 @@ def run(config: dict[str, Any]) -> Result:
     def per_seed(m, f):
         return ", ".join(f"{x:.3f}" for x in summary[m][f]["per_seed"])
 
+    unit = cfg["target"].rsplit("_", 1)[-1]  # gap_eV -> eV, dipole_D -> D
     claims = [
         Claim("V1", "Physics-informed pretraining helps under label scarcity.",
-              f"MAE(pretrained) / MAE(scratch), gap eV, {float(lo):.0%} labels, mean over {len(seeds)} seeds",
+              f"MAE(pretrained) / MAE(scratch), {cfg['target']}, {float(lo):.0%} labels, "
+              f"mean over {len(seeds)} seeds",
               v1, "<= 0.90", v1 <= 0.90, True,
-              f"pretrained {mean('vit_pre', lo):.3f} ± {summary['vit_pre'][lo]['std']:.3f} eV "
+              f"pretrained {mean('vit_pre', lo):.3f} ± {summary['vit_pre'][lo]['std']:.3f} {unit} "
               f"[{per_seed('vit_pre', lo)}]"
-              f"; scratch {mean('vit_scratch', lo):.3f} ± {summary['vit_scratch'][lo]['std']:.3f} eV "
-              f"[{per_seed('vit_scratch', lo)}]; training-mean predictor {mean('mean_predictor', lo):.3f} eV"),
+              f"; scratch {mean('vit_scratch', lo):.3f} ± {summary['vit_scratch'][lo]['std']:.3f} {unit} "
+              f"[{per_seed('vit_scratch', lo)}]; training-mean predictor {mean('mean_predictor', lo):.3f} {unit}"),
         Claim("V2", "ED images beat ED point clouds (paper: +26.2%).",
               f"relative gain 1 - MAE(pretrained ViT) / MAE({cfg['pc_arch']}), {float(hi):.0%} labels",
               v2_gain, ">= 0 (image MAE <= point-cloud MAE)", v2_gain >= 0, True,
-              f"pretrained {mean('vit_pre', hi):.3f} ± {summary['vit_pre'][hi]['std']:.3f} eV "
+              f"pretrained {mean('vit_pre', hi):.3f} ± {summary['vit_pre'][hi]['std']:.3f} {unit} "
               f"[{per_seed('vit_pre', hi)}]"
-              f"; point cloud {mean('pointcloud', hi):.3f} ± {summary['pointcloud'][hi]['std']:.3f} eV "
-              f"[{per_seed('pointcloud', hi)}]; training-mean predictor {mean('mean_predictor', hi):.3f} eV "
+              f"; point cloud {mean('pointcloud', hi):.3f} ± {summary['pointcloud'][hi]['std']:.3f} {unit} "
+              f"[{per_seed('pointcloud', hi)}]; training-mean predictor {mean('mean_predictor', hi):.3f} {unit} "
               f"(point cloud / mean predictor = {mean('pointcloud', hi) / mean('mean_predictor', hi):.2f}, "
               f"pretrained image / mean predictor = {mean('vit_pre', hi) / mean('mean_predictor', hi):.2f}; a ratio "
               "near 1 means the model learned little at this budget)"),
@@ -407,16 +409,17 @@ def run(config: dict[str, Any]) -> Result:
               f"training-step memory image {mem_img['total'] / 2**20:.1f} MiB vs pc {mem_pc['total'] / 2**20:.1f} MiB "
               f"(pc/image {eff['train_memory_pc_over_image']:.2f}x)"),
         Claim("R1", "VisionED (pretrained) vs fingerprint baselines (report only).",
-              f"MAE eV at {float(hi):.0%} labels: pretrained ViT vs best of ECFP-MLP / ECFP-RF",
+              f"MAE {cfg['target']} at {float(hi):.0%} labels: pretrained ViT vs best of ECFP-MLP / ECFP-RF",
               {"vit_pre": mean("vit_pre", hi), "ecfp_mlp": mean("ecfp_mlp", hi), "ecfp_rf": mean("ecfp_rf", hi)},
               "pretrained <= best ECFP", mean("vit_pre", hi) <= min(mean("ecfp_mlp", hi), mean("ecfp_rf", hi)), False,
               f"at {float(lo):.0%}: pretrained {mean('vit_pre', lo):.3f}, ECFP-MLP {mean('ecfp_mlp', lo):.3f}, "
-              f"ECFP-RF {mean('ecfp_rf', lo):.3f} eV"),
+              f"ECFP-RF {mean('ecfp_rf', lo):.3f} {unit}"),
     ]
     if ood is not None:
         o = {r["kind"]: r["mae"] for r in fits if r["tag"] == "ood"}
         claims.append(Claim("R2", "More robust under distribution shift (report only).",
-                            "MAE eV, train 6-ring + acyclic cores, test 5-ring heteroaromatics, one seed", o,
+                            f"MAE {cfg['target']}, train 6-ring + acyclic cores, test 5-ring heteroaromatics, "
+                            "one seed", o,
                             "pretrained <= every baseline", o["vit_pre"] <= min(o.values()), False,
                             f"{len(ood[0])} train / {len(ood[2])} test molecules"))
 
@@ -450,7 +453,7 @@ def run(config: dict[str, Any]) -> Result:
         ax.errorbar([100 * float(f) for f in fs], [summary[m][f]["mean"] for f in fs],
                     yerr=[summary[m][f]["std"] for f in fs], marker="o", capsize=3, label=labels[m])
     ax.set_xlabel("% of training labels")
-    ax.set_ylabel("test MAE, HOMO-LUMO gap (eV)")
+    ax.set_ylabel(f"test MAE, {cfg['target']}")
     ax.set_title(f"N = {N}, {len(seeds)} seeds (mean ± std)")
     ax.legend(fontsize=7)
     result.add_figure("mae_vs_label_fraction", fig)
