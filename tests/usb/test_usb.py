@@ -27,15 +27,6 @@ from icml26.usb.baselines import OTCFM, SF2M, UOTCFM, TIGONLike  # noqa: E402
 from icml26.usb.coupling import squared_distances  # noqa: E402
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _single_thread():
-    # 2 shared cores: single-thread torch is much faster than 2 contending threads
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
-
-
 def _zero_drift(x, t):
     return torch.zeros_like(x)
 

@@ -1,10 +1,13 @@
+"""Suite-wide test settings."""
+
 import pytest
-import torch
 
 
 @pytest.fixture(autouse=True, scope="session")
 def _single_thread_torch():
-    """2 shared cores: single-thread torch is several times faster than the default under contention."""
+    """Tests use tiny tensors on a shared 2-core machine: one torch thread is faster and steadier than several."""
+    import torch
+
     old = torch.get_num_threads()
     torch.set_num_threads(1)
     yield
