@@ -13,7 +13,6 @@ from icml26.matching_bandits import (
     OracleGS,
     RandomMatching,
     SequenceContexts,
-    SphereContexts,
     SubspaceSwitchAdversary,
     arm_rank_from_scores,
     certify_player_optimal,

@@ -290,7 +290,7 @@ def _claims(cfg, metrics, pick, seeds) -> list[Claim]:
     claims = []
     held = w1["USB"] <= 1.25 * best_bal
     measured = {"W1_USB": w1["USB"], **{f"W1_{m}": w1[m] for m in BALANCED}}
-    details = f"per-seed W1: " + "; ".join(f"{m}={np.round(metrics['per_seed'][m]['w1'], 4).tolist()}" for m in w1)
+    details = "per-seed W1: " + "; ".join(f"{m}={np.round(metrics['per_seed'][m]['w1'], 4).tolist()}" for m in w1)
     if cfg["tigon"]:
         usb0 = pick("loo", "USB")[0]["w1"]
         tig0 = pick("loo", "TIGON")[0]["w1"]
