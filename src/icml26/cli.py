@@ -112,9 +112,12 @@ def resolve_config(exp, slug: str, scale: str, seed: int | None = None, sets: li
 
 # ------------------------------------------------------------------------------------------ printing
 def _console():
+    import sys
+
     from rich.console import Console
 
-    return Console(highlight=False)
+    # logs (not a terminal) get wide tables instead of rich's 80-column default
+    return Console(highlight=False, width=None if sys.stdout.isatty() else 140)
 
 
 
