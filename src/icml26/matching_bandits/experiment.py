@@ -255,7 +255,7 @@ def _claims(by: dict[tuple[str, str], list[dict[str, Any]]], T: int) -> tuple[li
         claims.append(Claim(
             "E3", "With continuous contexts (no gap) the regret is O~(sqrt T) (instance-independent regime).",
             "E3: log-log slope of the median R(t) over t in {T/8, T/4, T/2, T} per policy (nan if <= 0)",
-            ex, "Adaptive exponent about 0.5 (report only; noisy at this scale)",
+            ex, "Adaptive exponent <= 0.75 (sqrt(T) regime: about 0.5 expected; report only, noisy at this scale)",
             bool(np.isfinite(ex.get("adaptive", np.nan)) and ex["adaptive"] <= 0.75), gate=False,
             details="R(T) medians: " + ", ".join(f"{p}={med('E3', p, 'sum_regret'):.1f}" for p in ex)))
     comp = {}
