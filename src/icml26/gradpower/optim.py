@@ -126,6 +126,16 @@ class AdamWPower(AdamW):
         return super()._init_group(group, params_with_grad, grads, *rest)
 
 
+def _init_wrapper_hooks(opt: torch.optim.Optimizer) -> None:
+    """Set up the hook registries `Optimizer`'s methods rely on, for wrappers that skip `Optimizer.__init__`
+    (calling it would rebuild the param groups the wrapped optimizers own)."""
+    for name in ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks", "_optimizer_state_dict_pre_hooks",
+                 "_optimizer_state_dict_post_hooks", "_optimizer_load_state_dict_pre_hooks",
+                 "_optimizer_load_state_dict_post_hooks"):
+        setattr(opt, name, OrderedDict())
+    opt._patch_step_function()
+
+
 class GradPower(Optimizer):
     """Wrap any torch optimizer so that it steps on phi_p(g) = sign(g) |g|^p instead of g (paper Eq. (2)).
 
@@ -149,13 +159,7 @@ class GradPower(Optimizer):
         self.power, self.power_eps = check_power(power, power_eps, p_name="power", eps_name="power_eps")
         self.base = base_optimizer
         # Optimizer.__init__ is not called (it would rebuild the groups); set up what its methods rely on.
-        self._optimizer_step_pre_hooks: OrderedDict = OrderedDict()
-        self._optimizer_step_post_hooks: OrderedDict = OrderedDict()
-        self._optimizer_state_dict_pre_hooks: OrderedDict = OrderedDict()
-        self._optimizer_state_dict_post_hooks: OrderedDict = OrderedDict()
-        self._optimizer_load_state_dict_pre_hooks: OrderedDict = OrderedDict()
-        self._optimizer_load_state_dict_post_hooks: OrderedDict = OrderedDict()
-        self._patch_step_function()
+        _init_wrapper_hooks(self)
         for group in self.param_groups:
             _set_group_power(group, self.power, self.power_eps)
 
@@ -249,13 +253,7 @@ class CombinedOptimizer(Optimizer):
                         raise ValueError("optimizers must hold disjoint parameters; a parameter appears twice")
                     seen.add(id(p))
         self.optimizers = optimizers
-        self._optimizer_step_pre_hooks: OrderedDict = OrderedDict()
-        self._optimizer_step_post_hooks: OrderedDict = OrderedDict()
-        self._optimizer_state_dict_pre_hooks: OrderedDict = OrderedDict()
-        self._optimizer_state_dict_post_hooks: OrderedDict = OrderedDict()
-        self._optimizer_load_state_dict_pre_hooks: OrderedDict = OrderedDict()
-        self._optimizer_load_state_dict_post_hooks: OrderedDict = OrderedDict()
-        self._patch_step_function()
+        _init_wrapper_hooks(self)
 
     @property
     def param_groups(self) -> list[dict[str, Any]]:  # type: ignore[override]
