@@ -187,17 +187,21 @@ def _schedule(jobs: list[tuple[dict[str, Any], float]], after_pretrain, workers:
     total = len(jobs) + len(after_pretrain({"state": None}))
     bar = tqdm(total=total, desc="pretrain + fine-tunes + baselines", leave=False)
     pre, fits = None, []
+
+    def collect(r: dict[str, Any]) -> None:
+        nonlocal pre
+        bar.update()
+        if r["kind"] == "pretrain":
+            pre = r
+            pending.extend(after_pretrain(r))
+        else:
+            fits.append(r)
+
     if workers <= 1:
         while pending:
             pending.sort(key=lambda j: -j[1])
             job, _ = pending.pop(0)
-            r = _dispatch(**job)
-            bar.update()
-            if r["kind"] == "pretrain":
-                pre = r
-                pending += after_pretrain(r)
-            else:
-                fits.append(r)
+            collect(_dispatch(**job))
         bar.close()
         return pre, fits
     ctx = mp.get_context("spawn")
@@ -214,13 +218,7 @@ def _schedule(jobs: list[tuple[dict[str, Any], float]], after_pretrain, workers:
                 continue
             for a in done:
                 running.remove(a)
-                r = a.get()
-                bar.update()
-                if r["kind"] == "pretrain":
-                    pre = r
-                    pending += after_pretrain(r)
-                else:
-                    fits.append(r)
+                collect(a.get())
     bar.close()
     return pre, fits
 
