@@ -7,9 +7,12 @@ Nothing paper-specific beyond these facts lives here, and importing this module 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import os
-import importlib.util
+import re
+from importlib import metadata
+from pathlib import Path
 from dataclasses import dataclass
 from types import ModuleType
 
@@ -31,26 +34,94 @@ class Paper:
     def experiment_module(self) -> str:
         return f"{self.module}.experiment"
 
-    def is_implemented(self) -> bool:
-        """True when the paper's package and its `experiment` module exist (nothing is imported)."""
+    def experiment_file(self) -> Path | None:
+        """The file of the paper's `experiment` module, found without importing the paper's package."""
+        parts = self.experiment_module.split(".")
         try:
-            return importlib.util.find_spec(self.experiment_module) is not None
-        except ModuleNotFoundError:
-            return False
+            spec = importlib.util.find_spec(parts[0])  # a top-level name: imports nothing
+        except (ImportError, ValueError):
+            return None
+        if spec is None or not spec.submodule_search_locations:
+            return None
+        dirs = [Path(d) for d in spec.submodule_search_locations]
+        for part in parts[1:-1]:
+            dirs = [d / part for d in dirs if (d / part / "__init__.py").is_file()]
+        for d in dirs:
+            f = d / f"{parts[-1]}.py"
+            if f.is_file():
+                return f
+        return None
+
+    def is_implemented(self) -> bool:
+        """True when the paper's package has an `experiment` module (decided from files; nothing is imported)."""
+        return self.experiment_file() is not None
+
+    def package_dir(self) -> Path | None:
+        """Folder of the paper's package (None when not implemented)."""
+        f = self.experiment_file()
+        return f.parent if f is not None else None
+
+    def extra_requirements(self) -> list[str]:
+        """Distribution names declared in icml26's `[extra]` for this paper (from the installed metadata)."""
+        if not self.extra:
+            return []
+        try:
+            reqs = metadata.requires("icml26") or []
+        except metadata.PackageNotFoundError:  # running from a source tree that was never installed
+            return []
+        def norm(x: str) -> str:  # PEP 685: extras compare after this normalisation
+            return re.sub(r"[-_.]+", "-", x).lower()
+
+        out = []
+        for r in reqs:
+            name, _, marker = r.partition(";")
+            extras = re.findall(r"""extra\s*==\s*["']([^"']+)["']""", marker)
+            if norm(self.extra) in {norm(x) for x in extras}:
+                dist = re.split(r"[\s<>=!~\[(]", name.strip(), maxsplit=1)[0]
+                if dist and dist != "icml26":
+                    out.append(dist)
+        return out
+
+    def missing_requirements(self) -> list[str]:
+        """The extra's distributions that are not installed (checked by metadata, nothing is imported)."""
+        missing = []
+        for dist in self.extra_requirements():
+            try:
+                metadata.version(dist)
+            except metadata.PackageNotFoundError:
+                missing.append(dist)
+        return missing
+
+    def install_hint(self) -> str:
+        return f"pip install 'icml26[{self.extra}]'" if self.extra else "pip install 'icml26[all]'"
 
     def load_experiment(self) -> ModuleType:
-        """Import the paper's experiment module; a missing optional dependency names the extra to install."""
+        """Import the paper's experiment module; a missing optional dependency names the extra to install.
+
+        The extra's declared distributions are checked first, so a missing one is reported before any compute
+        (and before a half-imported package fails somewhere deep).
+        """
         if not self.is_implemented():
             raise NotImplementedError(f"paper '{self.slug}' is not implemented yet")
+        missing = self.missing_requirements()
+        if missing:
+            raise MissingExtraError(self, missing)
         try:
             return importlib.import_module(self.experiment_module)
         except ModuleNotFoundError as e:
-            if e.name and not e.name.startswith("icml26"):
-                hint = f"pip install 'icml26[{self.extra}]'" if self.extra else "pip install 'icml26[all]'"
-                raise ModuleNotFoundError(
-                    f"paper '{self.slug}' needs the optional package '{e.name}': {hint}", name=e.name
-                ) from e
+            if e.name and not e.name.startswith("icml26") and e.name != self.module.split(".")[0]:
+                raise MissingExtraError(self, [e.name]) from e
             raise
+
+
+class MissingExtraError(ModuleNotFoundError):
+    """A paper's optional dependency is not installed; the message names the extra to install."""
+
+    def __init__(self, paper: Paper, missing: list[str]) -> None:
+        self.paper, self.missing = paper, list(missing)
+        what = ", ".join(f"'{m}'" for m in missing)
+        super().__init__(f"paper '{paper.slug}' needs the optional package{'s' if len(missing) > 1 else ''} "
+                         f"{what}: {paper.install_hint()}", name=missing[0])
 
 
 PAPERS: dict[str, Paper] = {

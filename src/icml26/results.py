@@ -33,7 +33,10 @@ class Claim:
         threshold: the pass condition in words, e.g. ">= 0.15 nats/byte".
         held: whether the measured values meet the threshold (computed by the experiment, never a constant).
         gate: True for the spec's gating checks; False for claims reported without gating.
-        details: free-text context (per-seed values, the explanation when it does not hold).
+        details: free-text context: per-seed values, which parts hold by construction (sanity) and which can
+            fail, and the explanation when it does not hold.
+        paper: the paper's own figure for this claim, e.g. "2.31x lower per-token latency than FCFS" (shown
+            beside ours in the report as paper | ours | threshold | verdict).
     """
 
     id: str
@@ -44,6 +47,7 @@ class Claim:
     held: bool
     gate: bool = True
     details: str = ""
+    paper: str = ""
 
     def __post_init__(self) -> None:
         # numpy bools/floats sneak in from measurements; store plain Python values so JSON round-trips.

@@ -32,7 +32,16 @@ def _device(model) -> torch.device:
 
 
 def lm_logits(model, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
-    """Next-token logits (B, T, V) for `input_ids` (B, T); `attention_mask` (B, T) marks real tokens (1)."""
+    """Next-token logits (B, T, V) for `input_ids` (B, T); `attention_mask` (B, T) marks real tokens (1).
+
+    A DDP/FSDP-wrapped model is called through its wrapper (so gradients synchronise) and typed by its module.
+    """
+    inner = getattr(model, "module", None)
+    if isinstance(inner, torch.nn.Module) and isinstance(model, torch.nn.Module):
+        if isinstance(inner, TinyLM):
+            return model(input_ids, attention_mask=attention_mask)
+        if is_hf_model(inner):
+            return model(input_ids=input_ids, attention_mask=attention_mask).logits
     if isinstance(model, TinyLM):
         return model(input_ids, attention_mask=attention_mask)
     if is_hf_model(model):
