@@ -37,6 +37,8 @@ class Claim:
             fail, and the explanation when it does not hold.
         paper: the paper's own figure for this claim, e.g. "2.31x lower per-token latency than FCFS" (shown
             beside ours in the report as paper | ours | threshold | verdict).
+        per_seed: the claim's headline quantity for each seed, in seed order (the report shows mean +- std);
+            empty when the claim has no seeds.
     """
 
     id: str
@@ -48,12 +50,32 @@ class Claim:
     gate: bool = True
     details: str = ""
     paper: str = ""
+    per_seed: list[float] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        # numpy bools/floats sneak in from measurements; store plain Python values so JSON round-trips.
-        self.held = bool(self.held)
-        self.gate = bool(self.gate)
+        # numpy bools/floats sneak in from measurements; store plain Python values so JSON round-trips. A string
+        # such as "false" is refused: it would count as held.
+        for name in ("held", "gate"):
+            v = getattr(self, name)
+            if not isinstance(v, bool) and not (type(v).__module__ == "numpy" and "bool" in type(v).__name__):
+                raise TypeError(f"Claim {self.id!r}: {name} must be a bool, got {type(v).__name__} {v!r}")
+            setattr(self, name, bool(v))
+        for name in ("id", "statement", "metric", "threshold", "details", "paper"):
+            if not isinstance(getattr(self, name), str):
+                raise TypeError(f"Claim {self.id!r}: {name} must be a string, got {type(getattr(self, name)).__name__}")
         self.measured = _plain(self.measured)
+        self.per_seed = [float(x) for x in _plain(list(self.per_seed))]
+
+    @property
+    def seed_summary(self) -> tuple[float, float, int] | None:
+        """(mean, sample std, n) of `per_seed`, or None without seeds."""
+        vals = [v for v in self.per_seed if v == v]
+        if not vals:
+            return None
+        n = len(vals)
+        mean = sum(vals) / n
+        std = (sum((v - mean) ** 2 for v in vals) / (n - 1)) ** 0.5 if n > 1 else 0.0
+        return mean, std, n
 
     @property
     def verdict(self) -> str:
@@ -78,6 +100,9 @@ class Result:
     versions: dict[str, str] = field(default_factory=dict)
     created: str = ""
     notes: str = ""
+    provenance: dict[str, Any] = field(default_factory=dict)  # commit, code hash, machine, command (set by the CLI)
+    overrides: dict[str, Any] = field(default_factory=dict)  # --seed/--set values that differ from CONFIGS[scale]
+    figure_captions: dict[str, str] = field(default_factory=dict)  # PNG file name -> caption
     _pending_figures: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -90,11 +115,19 @@ class Result:
         if not self.created:
             self.created = datetime.now(timezone.utc).isoformat(timespec="seconds")
 
-    def add_figure(self, name: str, fig: Any) -> None:
-        """Attach a matplotlib figure; saved as `<name>.png` next to result.json."""
+    def add_figure(self, name: str, fig: Any, caption: str = "") -> None:
+        """Attach a matplotlib figure; saved as `<name>.png` next to result.json, shown with `caption` (or the
+        figure's suptitle / first axes title when no caption is given)."""
         if not name or any(c in name for c in "/\\ "):
             raise ValueError(f"figure name must be a plain file stem, got {name!r}")
+        if not caption:
+            sup = getattr(fig, "_suptitle", None)
+            caption = sup.get_text() if sup is not None else ""
+            if not caption and getattr(fig, "axes", None):
+                caption = fig.axes[0].get_title()
         self._pending_figures[name] = fig
+        if caption:
+            self.figure_captions[f"{name}.png"] = caption
 
     @property
     def config_hash(self) -> str:
@@ -112,8 +145,58 @@ class Result:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Result:
+        """Build a Result from its JSON form, checking the schema; raises `ResultSchemaError` naming the field."""
+        check_schema(d)
         names = {f.name for f in dataclasses.fields(cls) if not f.name.startswith("_")}
-        return cls(**{k: v for k, v in d.items() if k in names})
+        try:
+            return cls(**{k: v for k, v in d.items() if k in names})
+        except (TypeError, ValueError) as e:
+            raise ResultSchemaError(str(e)) from None
+
+
+class ResultSchemaError(ValueError):
+    """A result.json that parses but does not match the Result/Claim schema."""
+
+
+_RESULT_TYPES: dict[str, type | tuple[type, ...]] = {
+    "slug": str, "scale": str, "config": dict, "metrics": dict, "claims": list, "figures": list,
+    "runtime_s": (int, float), "versions": dict, "created": str, "notes": str, "provenance": dict,
+    "overrides": dict, "figure_captions": dict,
+}
+_CLAIM_TYPES: dict[str, type | tuple[type, ...]] = {
+    "id": str, "statement": str, "metric": str, "threshold": str, "held": bool, "gate": bool, "details": str,
+    "paper": str, "per_seed": list,
+}
+_REQUIRED = ("slug", "scale", "config", "claims")
+_CLAIM_REQUIRED = ("id", "statement", "metric", "measured", "threshold", "held")
+
+
+def check_schema(d: Any) -> None:
+    """Raise `ResultSchemaError` unless `d` is a dict in the Result schema (booleans are JSON booleans)."""
+    if not isinstance(d, dict):
+        raise ResultSchemaError(f"expected a JSON object, got a JSON {type(d).__name__}")
+    for k in _REQUIRED:
+        if k not in d:
+            raise ResultSchemaError(f"missing field '{k}'")
+    for k, t in _RESULT_TYPES.items():
+        if k in d and (not isinstance(d[k], t) or (t == (int, float) and isinstance(d[k], bool))):
+            raise ResultSchemaError(f"field '{k}' must be {_tname(t)}, got {type(d[k]).__name__}")
+    if d["scale"] not in SCALES:
+        raise ResultSchemaError(f"field 'scale' must be one of {SCALES}, got {d['scale']!r}")
+    for i, c in enumerate(d["claims"]):
+        if not isinstance(c, dict):
+            raise ResultSchemaError(f"claims[{i}] must be an object, got {type(c).__name__}")
+        for k in _CLAIM_REQUIRED:
+            if k not in c:
+                raise ResultSchemaError(f"claims[{i}] is missing '{k}'")
+        for k, t in _CLAIM_TYPES.items():
+            if k in c and not isinstance(c[k], t):
+                raise ResultSchemaError(f"claims[{i}].{k} must be {_tname(t)}, got {type(c[k]).__name__} {c[k]!r}")
+
+
+def _tname(t) -> str:
+    names = {str: "a string", dict: "an object", list: "a list", bool: "a boolean (true/false)"}
+    return names.get(t, "a number") if not isinstance(t, tuple) else "a number"
 
 
 def config_hash(config: dict[str, Any]) -> str:
@@ -178,7 +261,11 @@ def save_result(result: Result, out_dir: str | Path) -> Path:
 
 
 def load_result(path: str | Path) -> Result:
-    """Load a `Result` from a result.json file or the folder holding it."""
+    """Load a `Result` from a result.json file or the folder holding it.
+
+    Strict: a file that does not parse raises `json.JSONDecodeError`, one that does not match the schema raises
+    `ResultSchemaError` (both `ValueError`s), so a damaged result is never silently read as something else.
+    """
     path = Path(path)
     if path.is_dir():
         path = path / "result.json"
