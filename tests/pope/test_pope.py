@@ -185,8 +185,18 @@ def test_attention_kv_cache_and_gqa():
     outs = [attention(q[:, :, :4], k[:, :, :4], v[:, :, :4], pope, kv_cache=cache)]
     for t in range(4, T):
         outs.append(attention(q[:, :, t:t + 1], k[:, :, t:t + 1], v[:, :, t:t + 1], pope, kv_cache=cache))
-    assert cache.length == T and cache.keys.shape[-1] == 2 * d
+    assert cache.length == T and cache.keys[0].shape[-1] == 2 * d
     assert torch.allclose(torch.cat(outs, dim=2), full, atol=1e-10)
+    # one cache type for the project: the TinyLM cache drives two attention layers in turn
+    assert AttentionCache is KVCache
+    two = KVCache.empty(2)
+    for t0, t1 in ((0, 4), (4, 5), (5, T)):
+        for layer in (0, 1):
+            o = attention(q[:, :, t0:t1], k[:, :, t0:t1], v[:, :, t0:t1], pope, kv_cache=two, layer=layer)
+            assert torch.allclose(o, full[:, :, t0:t1], atol=1e-10)
+    assert two.layer_length(1) == T and torch.equal(two.positions, torch.arange(T))
+    with pytest.raises(ValueError, match="fresh cache"):  # a different batch cannot continue the cached sequence
+        attention(q[:1, :, :1], k[:1, :, :1], v[:1, :, :1], pope, kv_cache=cache)
 
 
 def test_attention_padding_mask():

@@ -92,6 +92,22 @@ def rope_frequencies(head_dim: int, base: float = 10000.0) -> torch.Tensor:
     return base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
 
 
+def rotate_half(x: torch.Tensor, angles: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
+    """Rotate feature pairs (i, i + d/2) of `x` (..., T, d) by `angles` (..., T, d/2) (HF "rotate_half" layout).
+
+    `angles` are radians (float64 recommended: long positions stay exact); cos/sin are formed in the angles'
+    dtype, multiplied by `scale` (YaRN's attention temperature; 1 = plain RoPE) and cast to x's dtype once.
+    The one RoPE rotation of the project: `apply_rotary` below and `icml26.pope`'s RoPE baseline use it.
+    """
+    cos, sin = angles.cos(), angles.sin()
+    if scale != 1.0:
+        cos, sin = cos * scale, sin * scale
+    cos = torch.cat([cos, cos], dim=-1).to(x.dtype)
+    sin = torch.cat([sin, sin], dim=-1).to(x.dtype)
+    x1, x2 = x.chunk(2, dim=-1)
+    return x * cos + torch.cat([-x2, x1], dim=-1) * sin
+
+
 def apply_rotary(x: torch.Tensor, positions: torch.Tensor, inv_freq: torch.Tensor) -> torch.Tensor:
     """Rotate feature pairs (i, i + d/2) of `x` (B, H, T, d) by angle position * theta (HF "rotate_half" layout).
 
@@ -100,10 +116,31 @@ def apply_rotary(x: torch.Tensor, positions: torch.Tensor, inv_freq: torch.Tenso
     ang = positions.to(torch.float64)[..., None] * inv_freq.to(x.device)  # (T, d/2) or (B, T, d/2)
     if ang.ndim == 3:
         ang = ang[:, None]  # (B, 1, T, d/2)
-    cos = torch.cat([ang.cos(), ang.cos()], dim=-1).to(x.dtype)
-    sin = torch.cat([ang.sin(), ang.sin()], dim=-1).to(x.dtype)
-    x1, x2 = x.chunk(2, dim=-1)
-    return x * cos + torch.cat([-x2, x1], dim=-1) * sin
+    return rotate_half(x, ang)
+
+
+def pad_values(v: torch.Tensor, width: int) -> torch.Tensor:
+    """`v` (..., d_v) zero-padded on the last dim to `width` when a position encoding widened q/k (PoPE: 2d).
+
+    PyTorch's fused SDPA kernels (CPU and CUDA flash) need equal q/k/v widths; with narrower values SDPA falls
+    back to its unfused math kernel (~1.4-1.5x slower at T = 1024). Zero columns leave the first d_v output
+    columns exact: slice the attention output back with `[..., :d_v]`. No-op when `width <= d_v`.
+    """
+    dv = v.shape[-1]
+    return F.pad(v, (0, width - dv)) if width > dv else v
+
+
+def sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, attn_mask: torch.Tensor | None = None,
+         is_causal: bool = False, dropout_p: float = 0.0, scale: float | None = None, enable_gqa: bool = False,
+         pad: bool = True) -> torch.Tensor:
+    """`F.scaled_dot_product_attention` for q/k that may be wider than v: (B, H, Tq, d_qk) x (B, H_kv, S, d_v)
+    -> (B, H, Tq, d_v). With `pad` the values go through `pad_values` (exact, keeps the fused kernels)."""
+    dv = v.shape[-1]
+    if pad:
+        v = pad_values(v, q.shape[-1])
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal, dropout_p=dropout_p,
+                                         scale=scale, enable_gqa=enable_gqa)
+    return out[..., :dv]
 
 
 class RotaryEmbedding(nn.Module):
@@ -120,20 +157,69 @@ class RotaryEmbedding(nn.Module):
 # ----------------------------------------------------------------------------------------------- model
 @dataclass
 class KVCache:
-    """Per-layer keys/values (already position-encoded) and their positions, grown during generation."""
+    """Keys/values (already position-encoded) per layer and the positions of the cached keys, grown in place.
 
-    keys: list[torch.Tensor | None]
-    values: list[torch.Tensor | None]
-    positions: torch.Tensor | None = None  # (B, S) or (S,) positions of the cached keys
-    mask: torch.Tensor | None = None  # (B, S) bool, False for padding
+    The one KV-cache type of the project: `TinyLM.forward(cache=...)`, `generation.generate` and
+    `icml26.pope.attention(kv_cache=...)` (where it is also exported as `AttentionCache`) all use it.
+    `KVCache()` is an empty one-layer cache, `KVCache.empty(n_layers)` one for a whole model.
+
+    keys[i]: (B, H_kv, S, d_qk) encoded keys of layer i (None until the first step); values[i]: (B, H_kv, S, d_v).
+    positions: (S,) or (B, S) absolute positions of the cached keys (shared by all layers).
+    mask: (B, S) bool, False for padding (set by callers that pad).
+    """
+
+    keys: list[torch.Tensor | None] = field(default_factory=lambda: [None])
+    values: list[torch.Tensor | None] = field(default_factory=lambda: [None])
+    positions: torch.Tensor | None = None
+    mask: torch.Tensor | None = None
 
     @classmethod
-    def empty(cls, n_layers: int) -> KVCache:
+    def empty(cls, n_layers: int = 1) -> KVCache:
+        if isinstance(n_layers, bool) or not isinstance(n_layers, int) or n_layers < 1:
+            raise ValueError(f"n_layers must be a positive int, got {n_layers!r}")
         return cls([None] * n_layers, [None] * n_layers)
 
     @property
     def length(self) -> int:
-        return 0 if self.keys[0] is None else self.keys[0].shape[2]
+        """Number of cached positions (of layer 0)."""
+        return self.layer_length(0)
+
+    def layer_length(self, layer: int) -> int:
+        self._check_layer(layer)
+        k = self.keys[layer]
+        return 0 if k is None else k.shape[2]
+
+    def _check_layer(self, layer: int) -> None:
+        if isinstance(layer, bool) or not isinstance(layer, int) or not 0 <= layer < len(self.keys):
+            raise ValueError(f"layer must be an int in [0, {len(self.keys)}), got {layer!r}")
+
+    def extend(self, layer: int, k: torch.Tensor, v: torch.Tensor,
+               positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Append the new tokens' encoded keys k (B, H_kv, T, d_qk) and values v (B, H_kv, T, d_v) of `layer` at
+        `positions` ((T,) or (B, T)); returns that layer's full keys, values and key positions.
+
+        The shared `positions` grow with the first layer that reaches a new length, so calling every layer of a
+        decoder in turn with the same new tokens keeps them consistent.
+        """
+        past = self.layer_length(layer)
+        if past:
+            old_k = self.keys[layer]
+            if old_k.shape[0] != k.shape[0] or old_k.shape[1] != k.shape[1] or old_k.shape[3] != k.shape[3]:
+                raise ValueError(f"kv_cache holds keys of shape (B, H_kv, S, d) = {tuple(old_k.shape)}; the new keys "
+                                 f"{tuple(k.shape)} do not continue it (use a fresh cache for a new sequence)")
+            k = torch.cat((old_k, k), dim=2)
+            v = torch.cat((self.values[layer], v), dim=2)
+            old = self.positions[..., :past]
+            if old.ndim < positions.ndim:
+                old = old.expand(positions.shape[0], -1)
+            new = positions if positions.ndim >= old.ndim else positions.expand(old.shape[0], -1)
+            pos_all = torch.cat((old, new), dim=-1)
+        else:
+            pos_all = positions
+        self.keys[layer], self.values[layer] = k, v
+        if self.positions is None or pos_all.shape[-1] > self.positions.shape[-1]:
+            self.positions = pos_all
+        return k, v, pos_all
 
 
 def _norm(cfg: TinyLMConfig) -> nn.Module:
@@ -174,18 +260,9 @@ class Attention(nn.Module):
             rep = self.n_heads // self.n_kv
             k = k.repeat_interleave(rep, dim=1)
             v = v.repeat_interleave(rep, dim=1)
-        dv = v.shape[-1]
-        if q.shape[-1] > dv:
-            # an encoding widened q/k (PoPE: 2d). SDPA's fused CPU kernels need equal q/k/v widths; zero columns
-            # in v leave the output's first dv columns exact and keep the fast path (~1.5x at T = 1024).
-            v = F.pad(v, (0, q.shape[-1] - dv))
-        y = F.scaled_dot_product_attention(
-            q, k, v,
-            attn_mask=mask,
-            is_causal=mask is None,
-            dropout_p=self.dropout if self.training else 0.0,
-            scale=1.0 / math.sqrt(self.head_dim),
-        )[..., :dv]
+        # an encoding may widen q/k (PoPE: 2d); `sdpa` pads v so SDPA keeps its fused kernels (exact)
+        y = sdpa(q, k, v, attn_mask=mask, is_causal=mask is None, dropout_p=self.dropout if self.training else 0.0,
+                 scale=1.0 / math.sqrt(self.head_dim))
         return self.o_proj(y.transpose(1, 2).reshape(B, T, -1)), new_cache
 
 

@@ -25,8 +25,9 @@ from typing import NamedTuple
 import torch
 import torch.nn as nn
 
-from icml26.common.lm import rope_frequencies
-from icml26.pope.pope import _angles, positions_tensor, to_bhtd
+from icml26.common.lm import rope_frequencies, rotate_half
+from icml26.common.validation import check_bool, check_float, check_int, check_tensor
+from icml26.pope.pope import _angles, check_positions, check_qk_tensor, positions_tensor, to_bhtd
 
 
 class RotaryFreqs(NamedTuple):
@@ -37,35 +38,40 @@ class RotaryFreqs(NamedTuple):
     attention_scaling: float = 1.0
 
 
-def _rotate(x: torch.Tensor, ang: torch.Tensor, scale: float) -> torch.Tensor:
-    cos = (torch.cat((ang.cos(), ang.cos()), dim=-1) * scale).to(x.dtype)
-    sin = (torch.cat((ang.sin(), ang.sin()), dim=-1) * scale).to(x.dtype)
-    x1, x2 = x.chunk(2, dim=-1)
-    return x * cos + torch.cat((-x2, x1), dim=-1) * sin
-
-
 def apply_rope(q: torch.Tensor, k: torch.Tensor, freqs: RotaryFreqs, *, q_positions: torch.Tensor | None = None,
-               k_positions: torch.Tensor | None = None, layout: str = "bhtd") -> tuple[torch.Tensor, torch.Tensor]:
+               k_positions: torch.Tensor | None = None, layout: str = "bhtd",
+               check_finite: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
     """Rotate the first `rotate_dim` features of q (B, H, Tq, d) and k (B, H_kv, Tk, d) (or "bthd"); widths kept.
 
     Same position conventions as `apply_pope`: explicit positions override the table; otherwise keys use the
     table's last Tk rows and queries its last Tq rows. `freqs.attention_scaling` multiplies both q and k
-    (YaRN's temperature, as in Hugging Face).
+    (YaRN's temperature, as in Hugging Face). The rotation is the foundation's `rotate_half` (one implementation
+    for TinyLM's built-in RoPE and this baseline). `check_finite` refuses NaN/inf in q and k.
     """
     if not isinstance(freqs, RotaryFreqs):
         raise TypeError(f"freqs must be a RotaryFreqs (from RoPE.forward), got {type(freqs).__name__}")
-    q4, k4 = to_bhtd(q, layout, "q"), to_bhtd(k, layout, "k")
+    check_finite = check_bool(check_finite, "check_finite")
+    q4 = to_bhtd(check_qk_tensor(q, "q", check_finite), layout, "q")
+    k4 = to_bhtd(check_qk_tensor(k, "k", check_finite), layout, "k")
+    if min(q4.shape) < 1 or min(k4.shape) < 1 or q4.shape[0] != k4.shape[0]:
+        raise ValueError(f"q and k must be non-empty with one batch size, got q {tuple(q4.shape)}, k {tuple(k4.shape)}")
     d = q4.shape[-1]
     if k4.shape[-1] != d:
         raise ValueError(f"q and k must have the same head dim, got q {q4.shape[-1]} and k {k4.shape[-1]}")
     r = 2 * freqs.inv_freq.shape[-1]
     if r > d:
         raise ValueError(f"rotate_dim ({r}) must be <= the head dim of q/k ({d})")
+    if q_positions is not None:
+        q_positions = check_positions(q_positions, "q_positions", q4.shape[2], q4.shape[0])
+    if k_positions is not None:
+        k_positions = check_positions(k_positions, "k_positions", k4.shape[2], k4.shape[0])
     ang_q = _angles(q_positions, freqs.freqs, freqs.inv_freq, q4.shape[2], "q_positions")
     ang_k = _angles(k_positions, freqs.freqs, freqs.inv_freq, k4.shape[2], "k_positions")
     s = float(freqs.attention_scaling)
-    q2 = torch.cat((_rotate(q4[..., :r], ang_q, s), q4[..., r:] * s), dim=-1) if r < d else _rotate(q4, ang_q, s)
-    k2 = torch.cat((_rotate(k4[..., :r], ang_k, s), k4[..., r:] * s), dim=-1) if r < d else _rotate(k4, ang_k, s)
+    q2 = torch.cat((rotate_half(q4[..., :r], ang_q, s), q4[..., r:] * s), dim=-1) if r < d else \
+        rotate_half(q4, ang_q, s)
+    k2 = torch.cat((rotate_half(k4[..., :r], ang_k, s), k4[..., r:] * s), dim=-1) if r < d else \
+        rotate_half(k4, ang_k, s)
     if layout == "bthd":
         q2, k2 = q2.transpose(1, 2), k2.transpose(1, 2)
     return q2, k2
@@ -87,20 +93,19 @@ class RoPE(nn.Module):
                  rotate_dim: int | None = None, inv_freq: torch.Tensor | None = None,
                  attention_scaling: float = 1.0) -> None:
         super().__init__()
-        if not isinstance(head_dim, int) or isinstance(head_dim, bool) or head_dim < 2 or head_dim % 2:
+        head_dim = check_int(head_dim, "head_dim", min=2)
+        if head_dim % 2:
             raise ValueError(f"RoPE needs an even head_dim >= 2, got {head_dim!r}")
-        if not base > 0:
-            raise ValueError(f"base must be > 0, got {base!r}")
-        rotate_dim = head_dim if rotate_dim is None else rotate_dim
-        if not isinstance(rotate_dim, int) or rotate_dim % 2 or not 2 <= rotate_dim <= head_dim:
+        base = check_float(base, "base", min=0.0, min_open=True)
+        rotate_dim = head_dim if rotate_dim is None else check_int(rotate_dim, "rotate_dim", min=2, max=head_dim)
+        if rotate_dim % 2:
             raise ValueError(f"rotate_dim must be an even int in [2, head_dim={head_dim}], got {rotate_dim!r}")
         if inv_freq is None:
             inv_freq = rope_frequencies(rotate_dim, base)
-        elif inv_freq.shape != (rotate_dim // 2,):
-            raise ValueError(f"inv_freq must have shape (rotate_dim/2,) = ({rotate_dim // 2},), "
-                             f"got {tuple(inv_freq.shape)}")
-        self.head_dim, self.n_heads, self.rotate_dim, self.base = head_dim, n_heads, rotate_dim, float(base)
-        self.attention_scaling = float(attention_scaling)
+        else:
+            inv_freq = check_tensor(inv_freq, "inv_freq", shape=(rotate_dim // 2,), dtype=torch.float64)
+        self.head_dim, self.n_heads, self.rotate_dim, self.base = head_dim, n_heads, rotate_dim, base
+        self.attention_scaling = check_float(attention_scaling, "attention_scaling", min=0.0, min_open=True)
         self.register_buffer("inv_freq", inv_freq.to(torch.float64), persistent=False)
 
     def forward(self, positions_or_len: int | torch.Tensor, offset: int | float = 0) -> RotaryFreqs:
@@ -109,10 +114,14 @@ class RoPE(nn.Module):
         return RotaryFreqs(pos[..., None] * inv, inv, self.attention_scaling)
 
     def encode(self, q: torch.Tensor, k: torch.Tensor, q_positions: torch.Tensor | None = None,
-               k_positions: torch.Tensor | None = None, *, layout: str = "bhtd") -> tuple[torch.Tensor, torch.Tensor]:
-        Tk = to_bhtd(k, layout, "k").shape[2]
-        table = self(k_positions if k_positions is not None else Tk)
-        return apply_rope(q, k, table, q_positions=q_positions, k_positions=k_positions, layout=layout)
+               k_positions: torch.Tensor | None = None, *, layout: str = "bhtd",
+               check_finite: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+        k4 = to_bhtd(check_qk_tensor(k, "k", False), layout, "k")
+        if k_positions is not None:
+            k_positions = check_positions(k_positions, "k_positions", k4.shape[2], k4.shape[0])
+        table = self(k_positions if k_positions is not None else k4.shape[2])
+        return apply_rope(q, k, table, q_positions=q_positions, k_positions=k_positions, layout=layout,
+                          check_finite=check_finite)
 
     @staticmethod
     def qk_dim(head_dim: int) -> int:
@@ -134,13 +143,12 @@ def yarn_scale_frequencies(inv_freq: torch.Tensor, factor: float, original_ctx: 
     Returns:
         (scaled inv_freq (n,) float64, attention_factor 0.1 ln(s) + 1 to multiply q and k by).
     """
-    if not factor >= 1.0:
-        raise ValueError(f"factor must be >= 1, got {factor!r}")
-    if not isinstance(original_ctx, int) or original_ctx < 1:
-        raise ValueError(f"original_ctx must be a positive int, got {original_ctx!r}")
+    factor = check_float(factor, "factor", min=1.0)
+    original_ctx = check_int(original_ctx, "original_ctx", min=1)
+    beta_fast, beta_slow = check_float(beta_fast, "beta_fast"), check_float(beta_slow, "beta_slow")
     if not beta_fast > beta_slow:
         raise ValueError(f"beta_fast ({beta_fast}) must exceed beta_slow ({beta_slow})")
-    inv = inv_freq.to(torch.float64)
+    inv = check_tensor(inv_freq, "inv_freq", ndim=1, dtype=torch.float64)
     rotations = original_ctx * inv / (2 * math.pi)
     gamma = ((rotations - beta_slow) / (beta_fast - beta_slow)).clamp(0.0, 1.0)
     scaled = (1 - gamma) * inv / factor + gamma * inv
@@ -149,8 +157,7 @@ def yarn_scale_frequencies(inv_freq: torch.Tensor, factor: float, original_ctx: 
 
 def alibi_slopes(n_heads: int) -> torch.Tensor:
     """ALiBi's head slopes 2^(-8 h / H), h = 1..H (power-of-two H; otherwise the paper's interleaving rule)."""
-    if not isinstance(n_heads, int) or n_heads < 1:
-        raise ValueError(f"n_heads must be a positive int, got {n_heads!r}")
+    n_heads = check_int(n_heads, "n_heads", min=1)
 
     def pow2(n: int) -> list[float]:
         start = 2 ** (-8 / n)
@@ -169,13 +176,16 @@ class ALiBi(nn.Module):
 
     def __init__(self, head_dim: int, n_heads: int) -> None:
         super().__init__()
-        self.head_dim, self.n_heads = head_dim, n_heads
+        self.head_dim, self.n_heads = check_int(head_dim, "head_dim", min=1), check_int(n_heads, "n_heads", min=1)
         self.register_buffer("slopes", alibi_slopes(n_heads).float(), persistent=False)
 
     def forward(self, positions_or_len: int | torch.Tensor, offset: int | float = 0) -> None:
         return None
 
-    def encode(self, q, k, q_positions=None, k_positions=None, *, layout: str = "bhtd"):
+    def encode(self, q, k, q_positions=None, k_positions=None, *, layout: str = "bhtd", check_finite: bool = True):
+        """q and k unchanged (after the same input checks as PoPE/RoPE)."""
+        to_bhtd(check_qk_tensor(q, "q", check_finite), layout, "q")
+        to_bhtd(check_qk_tensor(k, "k", check_finite), layout, "k")
         return q, k
 
     def attn_bias(self, q_positions: torch.Tensor, k_positions: torch.Tensor) -> torch.Tensor:
@@ -200,7 +210,10 @@ class NoPE(nn.Module):
     def forward(self, positions_or_len: int | torch.Tensor, offset: int | float = 0) -> None:
         return None
 
-    def encode(self, q, k, q_positions=None, k_positions=None, *, layout: str = "bhtd"):
+    def encode(self, q, k, q_positions=None, k_positions=None, *, layout: str = "bhtd", check_finite: bool = True):
+        """q and k unchanged (after the same input checks as PoPE/RoPE)."""
+        to_bhtd(check_qk_tensor(q, "q", check_finite), layout, "q")
+        to_bhtd(check_qk_tensor(k, "k", check_finite), layout, "k")
         return q, k
 
     @staticmethod

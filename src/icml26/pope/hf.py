@@ -21,6 +21,7 @@ import types
 import torch
 import torch.nn as nn
 
+from icml26.common.lm import pad_values
 from icml26.pope.models import ENCODINGS
 
 HF_ENCODINGS = ("pope", "rope", "nope")
@@ -48,7 +49,7 @@ def _patched_forward(self, hidden_states, position_embeddings=None, attention_ma
         raise ValueError("patched attention needs position_ids (is model.model.rotary_emb patched?)")
     if positions.ndim == 2 and positions.shape[0] == 1:
         positions = positions[0]
-    q, k = self.pos_encoding.encode(q, k, positions, positions)
+    q, k = self.pos_encoding.encode(q, k, positions, positions, check_finite=False)
     if cache is not None:
         if "cache_position" in kwargs:  # transformers 4.x
             k, v = cache.update(k, v, self.layer_idx, {"cache_position": kwargs["cache_position"]})
@@ -61,8 +62,7 @@ def _patched_forward(self, hidden_states, position_embeddings=None, attention_ma
     if getattr(self, "sliding_window", None) is not None:  # Qwen2 / Mistral sliding-window layers
         kwargs.setdefault("sliding_window", self.sliding_window)
     dv = v.shape[-1]
-    if q.shape[-1] > dv:  # equal q/k/v widths let SDPA use its fused kernels (see icml26.pope.attention)
-        v = torch.nn.functional.pad(v, (0, q.shape[-1] - dv))
+    v = pad_values(v, q.shape[-1])  # equal q/k/v widths keep the fused SDPA kernels (exact; see common.lm)
     out, weights = interface(self, q, k, v, attention_mask, dropout=0.0 if not self.training else
                              self.attention_dropout, scaling=self.scaling, **kwargs)
     out = out[..., :dv].reshape(*input_shape, -1).contiguous()

@@ -45,6 +45,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from icml26.common.validation import check_array, check_bool, check_choice, check_float, check_int, check_tensor
+
 LAYOUTS = ("bhtd", "bthd")
 
 
@@ -66,28 +68,78 @@ def pope_frequencies(dim: int, base: float = 10000.0) -> torch.Tensor:
 
     Note: d frequencies, twice RoPE's d/2, with exponent (c-1)/d instead of 2(c-1)/d.
     """
-    if not isinstance(dim, int) or isinstance(dim, bool) or dim < 1:
-        raise ValueError(f"dim must be a positive int, got {dim!r}")
-    if not base > 0:
-        raise ValueError(f"base must be > 0, got {base!r}")
-    return float(base) ** (-torch.arange(dim, dtype=torch.float64) / dim)
+    dim = check_int(dim, "dim", min=1)
+    base = check_float(base, "base", min=0.0, min_open=True)
+    return base ** (-torch.arange(dim, dtype=torch.float64) / dim)
 
 
 def positions_tensor(positions_or_len: int | torch.Tensor, offset: int | float = 0,
                      device: torch.device | None = None) -> torch.Tensor:
-    """`arange(n) + offset` for an int, or the given (T,) / (B, T) positions + offset, as float64."""
+    """`arange(n) + offset` for an int, or the given (T,) / (B, T) positions + offset, as float64.
+
+    Raises ValueError for a negative / non-integer length, NaN/inf positions or offset, and wrong position shapes;
+    TypeError for a bool, a string or a complex tensor.
+    """
+    offset = check_float(offset, "offset")
     if isinstance(positions_or_len, torch.Tensor):
+        if positions_or_len.is_complex() or positions_or_len.dtype == torch.bool:
+            raise TypeError(f"positions must be a real integer or float tensor, got {positions_or_len.dtype}")
         if positions_or_len.ndim not in (1, 2):
             raise ValueError(f"positions must be (T,) or (B, T), got shape {tuple(positions_or_len.shape)}")
-        return positions_or_len.to(torch.float64) + offset
-    if isinstance(positions_or_len, bool) or not isinstance(positions_or_len, int) or positions_or_len < 0:
-        raise ValueError(f"positions_or_len must be a non-negative int or a tensor, got {positions_or_len!r}")
-    return torch.arange(positions_or_len, dtype=torch.float64, device=device) + offset
+        pos = positions_or_len.to(torch.float64)
+        if not bool(torch.isfinite(pos).all()):
+            raise ValueError("positions must be finite (no NaN/inf)")
+        return pos + offset
+    n = check_int(positions_or_len, "positions_or_len", min=0)
+    return torch.arange(n, dtype=torch.float64, device=device) + offset
+
+
+def check_positions(positions, name: str, T: int, B: int) -> torch.Tensor:
+    """Validate explicit positions for a batch of B sequences of T tokens: a (T,) or (B, T) real tensor (a list is
+    read like a tensor), finite; returned unchanged (float positions are allowed: they are angles' multipliers)."""
+    if not isinstance(positions, torch.Tensor):
+        positions = torch.as_tensor(check_array(positions, name, ndim=(1, 2), dtype=None, min_size=0))
+    if positions.is_complex() or positions.dtype == torch.bool:
+        raise TypeError(f"{name} must be a real integer or float tensor, got {positions.dtype}")
+    if positions.ndim not in (1, 2) or positions.shape[-1] != T or (positions.ndim == 2 and positions.shape[0]
+                                                                      not in (1, B)):
+        raise ValueError(f"{name} must have shape ({T},) or ({B}, {T}), got {tuple(positions.shape)}")
+    if positions.is_floating_point() and not bool(torch.isfinite(positions).all()):
+        raise ValueError(f"{name} must be finite (no NaN/inf)")
+    return positions
+
+
+def check_qk_tensor(x, name: str, check_finite: bool = True) -> torch.Tensor:
+    """`x` must be a floating torch tensor (integer activations would fail inside softplus / SDPA); with
+    `check_finite` it must hold no NaN/inf."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if not x.is_floating_point():
+        raise TypeError(f"{name} must be a floating tensor (float32/float64/bf16/fp16), got {x.dtype}; "
+                        f"convert it with .float()")
+    if check_finite and not bool(torch.isfinite(x).all()):
+        raise ValueError(f"{name} must be finite; it holds {int((~torch.isfinite(x)).sum())} NaN/inf value(s)")
+    return x
+
+
+def check_encoding(enc, name: str = "pope") -> None:
+    """An encoding argument must be None or a module *instance* with `encode` (not a name, not a class)."""
+    if enc is None:
+        return
+    if isinstance(enc, str):
+        raise TypeError(f"{name} must be a position-encoding module instance such as PoPE(head_dim, n_heads), got "
+                        f"the string {enc!r}; build the module once and pass it (PoPE's delta is learned)")
+    if isinstance(enc, type):
+        raise TypeError(f"{name} must be an instance, got the class {enc.__name__}; instantiate it, e.g. "
+                        f"{enc.__name__}(head_dim, n_heads)")
+    if not callable(getattr(enc, "encode", None)):
+        raise TypeError(f"{name} must have an encode(q, k, q_positions, k_positions) method (PoPE, RoPE, ALiBi, "
+                        f"NoPE), got {type(enc).__name__}")
 
 
 def to_bhtd(x: torch.Tensor, layout: str, name: str) -> torch.Tensor:
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    """`x` as (B, H, T, d): unchanged for layout "bhtd", transposed for "bthd"; 4-D tensors only."""
+    check_choice(layout, "layout", LAYOUTS)
     if not isinstance(x, torch.Tensor) or x.ndim != 4:
         raise ValueError(f"{name} must be a 4-D tensor ({'B, H, T, d' if layout == 'bhtd' else 'B, T, H, d'}), "
                          f"got {getattr(x, 'shape', type(x).__name__)}")
@@ -135,6 +187,7 @@ def apply_pope(
     k_positions: torch.Tensor | None = None,
     layout: str = "bhtd",
     magnitude: Callable[[torch.Tensor], torch.Tensor] = F.softplus,
+    check_finite: bool = True,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Map queries and keys to PoPE's Cartesian form (spec 2.3), so q2 . k2 = sum_c mu_q mu_k cos((s-t)theta_c+delta_c).
 
@@ -145,12 +198,21 @@ def apply_pope(
         q_positions, k_positions: optional (T,) or (B, T) absolute positions overriding the table in `freqs`.
         layout: "bhtd" (default) or "bthd".
         magnitude: the non-negative magnitude map (softplus in the paper; ablations use relu / identity).
+        check_finite: refuse NaN/inf in q and k (default; models in a hot loop may pass False).
     Returns:
         (q2, k2) in the input layout with last dim 2d: interleaved (re, im) pairs, re at even indices.
+    Raises:
+        TypeError: q/k not floating tensors, freqs not a `PolarFreqs`; ValueError: shapes, NaN/inf, positions.
     """
     if not isinstance(freqs, PolarFreqs):
         raise TypeError(f"freqs must be a PolarFreqs (from PoPE.forward), got {type(freqs).__name__}")
-    q4, k4 = to_bhtd(q, layout, "q"), to_bhtd(k, layout, "k")
+    if not callable(magnitude):
+        raise TypeError(f"magnitude must be callable, got {type(magnitude).__name__}")
+    check_finite = check_bool(check_finite, "check_finite")
+    q4 = to_bhtd(check_qk_tensor(q, "q", check_finite), layout, "q")
+    k4 = to_bhtd(check_qk_tensor(k, "k", check_finite), layout, "k")
+    if min(q4.shape) < 1 or min(k4.shape) < 1:
+        raise ValueError(f"q and k must be non-empty, got q {tuple(q4.shape)} and k {tuple(k4.shape)}")
     d = q4.shape[-1]
     if k4.shape[-1] != d:
         raise ValueError(f"q and k must have the same head dim, got q {q4.shape[-1]} and k {k4.shape[-1]}")
@@ -165,6 +227,10 @@ def apply_pope(
                          f"got {tuple(freqs.delta.shape)}")
     if H % Hkv:
         raise ValueError(f"the number of query heads ({H}) must be a multiple of the key heads ({Hkv})")
+    if q_positions is not None:
+        q_positions = check_positions(q_positions, "q_positions", q4.shape[2], q4.shape[0])
+    if k_positions is not None:
+        k_positions = check_positions(k_positions, "k_positions", k4.shape[2], k4.shape[0])
     ang_q = _angles(q_positions, freqs.freqs, freqs.inv_freq, q4.shape[2], "q_positions")
     ang_k = _angles(k_positions, freqs.freqs, freqs.inv_freq, k4.shape[2], "k_positions")
     delta = freqs.delta.to(q4.device)[:, None, :]  # (H, 1, r)
@@ -213,37 +279,39 @@ class PoPE(nn.Module):
         inv_freq: torch.Tensor | None = None,
     ) -> None:
         super().__init__()
-        for name, v in (("head_dim", head_dim), ("n_heads", n_heads)):
-            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-                raise ValueError(f"{name} must be a positive int, got {v!r}")
-        if not base > 0:
-            raise ValueError(f"base must be > 0, got {base!r}")
-        rotate_dim = head_dim if rotate_dim is None else rotate_dim
-        if not isinstance(rotate_dim, int) or isinstance(rotate_dim, bool) or not 1 <= rotate_dim <= head_dim:
-            raise ValueError(f"rotate_dim must be an int in [1, head_dim={head_dim}], got {rotate_dim!r}")
-        if clamp is not None and (len(clamp) != 2 or not clamp[0] <= clamp[1]):
-            raise ValueError(f"clamp must be None or (low, high) with low <= high, got {clamp!r}")
+        head_dim = check_int(head_dim, "head_dim", min=1)
+        n_heads = check_int(n_heads, "n_heads", min=1)
+        base = check_float(base, "base", min=0.0, min_open=True)
+        rotate_dim = head_dim if rotate_dim is None else check_int(rotate_dim, "rotate_dim", min=1, max=head_dim)
+        if clamp is not None:
+            if isinstance(clamp, (str, bytes)) or not hasattr(clamp, "__len__") or len(clamp) != 2:
+                raise ValueError(f"clamp must be None or (low, high) with low <= high, got {clamp!r}")
+            clamp = (check_float(clamp[0], "clamp[0]"), check_float(clamp[1], "clamp[1]"))
+            if clamp[0] > clamp[1]:
+                raise ValueError(f"clamp must be None or (low, high) with low <= high, got {clamp!r}")
         if not callable(magnitude):
             raise TypeError(f"magnitude must be callable, got {type(magnitude).__name__}")
-        self.head_dim, self.n_heads, self.rotate_dim, self.base = head_dim, n_heads, rotate_dim, float(base)
-        self.clamp = None if clamp is None else (float(clamp[0]), float(clamp[1]))
+        learn_delta = check_bool(learn_delta, "learn_delta")
+        self.head_dim, self.n_heads, self.rotate_dim, self.base = head_dim, n_heads, rotate_dim, base
+        self.clamp = clamp
         self.magnitude = magnitude
         if inv_freq is None:
             inv_freq = pope_frequencies(rotate_dim, base)
-        elif inv_freq.shape != (rotate_dim,):
-            raise ValueError(f"inv_freq must have shape (rotate_dim,) = ({rotate_dim},), got {tuple(inv_freq.shape)}")
-        self.register_buffer("inv_freq", inv_freq.to(torch.float64), persistent=False)
-        if isinstance(delta_init, torch.Tensor):
-            if delta_init.shape != (n_heads, rotate_dim):
-                raise ValueError(f"delta_init must have shape (n_heads, rotate_dim) = {(n_heads, rotate_dim)}, "
-                                 f"got {tuple(delta_init.shape)}")
-            delta = delta_init.detach().clone().float()
-        elif delta_init == "zeros":
-            delta = torch.zeros(n_heads, rotate_dim)
-        elif delta_init == "uniform":
-            delta = torch.empty(n_heads, rotate_dim).uniform_(-2 * math.pi, 0.0)
         else:
-            raise ValueError(f"delta_init must be 'zeros', 'uniform' or a tensor, got {delta_init!r}")
+            inv_freq = check_tensor(inv_freq, "inv_freq", shape=(rotate_dim,), dtype=torch.float64)
+        self.register_buffer("inv_freq", inv_freq.to(torch.float64), persistent=False)
+        if isinstance(delta_init, str):
+            check_choice(delta_init, "delta_init", ("zeros", "uniform"))
+            delta = torch.zeros(n_heads, rotate_dim)
+            if delta_init == "uniform":
+                delta.uniform_(-2 * math.pi, 0.0)
+        else:  # a tensor (or list / array) of shape (n_heads, rotate_dim); a floating dtype is kept
+            try:
+                delta = check_tensor(delta_init, "delta_init", shape=(n_heads, rotate_dim))
+            except TypeError:
+                raise TypeError(f"delta_init must be 'zeros', 'uniform' or a tensor of shape "
+                                f"{(n_heads, rotate_dim)}, got {type(delta_init).__name__}") from None
+            delta = delta.detach().clone()
         if learn_delta:
             self.delta = nn.Parameter(delta)
         else:
@@ -263,13 +331,16 @@ class PoPE(nn.Module):
         return PolarFreqs(freqs, self.clamped_delta(), self.inv_freq.to(torch.float64))
 
     def encode(self, q: torch.Tensor, k: torch.Tensor, q_positions: torch.Tensor | None = None,
-               k_positions: torch.Tensor | None = None, *, layout: str = "bhtd") -> tuple[torch.Tensor, torch.Tensor]:
+               k_positions: torch.Tensor | None = None, *, layout: str = "bhtd",
+               check_finite: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
         """`apply_pope` with this module's frequencies, delta and magnitude; default positions are 0..Tk-1 for
-        keys and the last Tq of those for queries."""
-        Tk = to_bhtd(k, layout, "k").shape[2]
-        table = self(k_positions if k_positions is not None else Tk)
+        keys and the last Tq of those for queries. `check_finite` as in `apply_pope`."""
+        k4 = to_bhtd(check_qk_tensor(k, "k", False), layout, "k")
+        if k_positions is not None:
+            k_positions = check_positions(k_positions, "k_positions", k4.shape[2], k4.shape[0])
+        table = self(k_positions if k_positions is not None else k4.shape[2])
         return apply_pope(q, k, table, q_positions=q_positions, k_positions=k_positions, layout=layout,
-                          magnitude=self.magnitude)
+                          magnitude=self.magnitude, check_finite=check_finite)
 
     @staticmethod
     def qk_dim(head_dim: int) -> int:
