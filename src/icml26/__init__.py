@@ -4,7 +4,7 @@ writes the side-by-side report. Each paper's method is imported from its own pac
 `from icml26.gradpower import AdamWPower`.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 from icml26.registry import PAPERS, Paper, get_paper  # noqa: E402
 from icml26.results import Claim, Result, load_result, save_result  # noqa: E402

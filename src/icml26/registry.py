@@ -24,6 +24,7 @@ class Paper:
     arxiv: str  # arXiv id, or "n/a" where none was found
     extra: str | None = None  # the pip extra with this paper's third-party dependencies, if any
     package: str | None = None  # dotted path of the paper's package; default icml26.<slug>
+    requires: tuple[str, ...] | None = None  # distributions the paper needs; default: icml26's [extra] metadata
 
     @property
     def module(self) -> str:
@@ -63,6 +64,8 @@ class Paper:
 
     def extra_requirements(self) -> list[str]:
         """Distribution names declared in icml26's `[extra]` for this paper (from the installed metadata)."""
+        if self.requires is not None:
+            return list(self.requires)
         if not self.extra:
             return []
         try:
@@ -169,16 +172,18 @@ PAPERS: dict[str, Paper] = {
 
 def _register_extra_papers() -> None:
     """Papers outside this package (your own reproductions, or test fixtures) can join the CLI and the report:
-    set `ICML26_EXTRA_PAPERS` to a JSON list of {"slug", "title", "arxiv", "package"} objects, where `package`
-    is an importable package with an `experiment` module following the icml26 contract."""
+    set `ICML26_EXTRA_PAPERS` to a JSON list of {"slug", "title", "arxiv", "package"} objects (optionally
+    "extra" and "requires", a list of distribution names checked before import), where `package` is an
+    importable package with an `experiment` module following the icml26 contract."""
     raw = os.environ.get("ICML26_EXTRA_PAPERS")
     if not raw:
         return
     try:
         entries = json.loads(raw)
         for e in entries:
+            req = e.get("requires")
             PAPERS[e["slug"]] = Paper(e["slug"], e.get("title", e["slug"]), e.get("arxiv", "n/a"),
-                                      e.get("extra"), e["package"])
+                                      e.get("extra"), e["package"], tuple(req) if req is not None else None)
     except (json.JSONDecodeError, KeyError, TypeError) as err:
         raise ValueError(f"ICML26_EXTRA_PAPERS must be a JSON list of objects with 'slug' and 'package': {err}") \
             from None

@@ -1,29 +1,120 @@
+"""The report a researcher reads: every paper with its status, paper | ours | threshold | verdict per claim,
+mean +- std over seeds, smoke bannered and greyed, notes as Markdown, a provenance header, figure captions,
+unreadable results flagged. The HTML is parsed, not grepped."""
+
+from html.parser import HTMLParser
+
 import matplotlib.pyplot as plt
 
+from icml26.registry import PAPERS
 from icml26.report import build_report, summary_markdown
 from icml26.results import Claim, Result, save_result
 
 
-def test_report_builds_from_saved_results(tmp_path):
-    r = Result(slug="pope", scale="small", config={"seed": 0}, runtime_s=12.0)
-    r.claims.append(Claim("A", "PoPE extrapolates <better>", "margin", 0.42, ">= 0.15", 0.42 >= 0.15))
+class _Tree(HTMLParser):
+    """Collects tables (rows of cell texts with the cell's class), sections, figcaptions and the header."""
+
+    def __init__(self):
+        super().__init__()
+        self.tables, self.sections, self.captions, self.stack = [], [], [], []
+        self.header = ""
+        self._cell = None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        self.stack.append((tag, a))
+        if tag == "table":
+            self.tables.append({"id": a.get("id"), "class": a.get("class"), "rows": [], "section": (
+                self.sections[-1]["id"] if self.sections else None)})
+        elif tag == "tr" and self.tables:
+            self.tables[-1]["rows"].append([])
+        elif tag in ("td", "th"):
+            self._cell = {"text": "", "class": a.get("class", "")}
+        elif tag == "section":
+            self.sections.append({"id": a.get("id"), "scale": a.get("data-scale"), "text": ""})
+        elif tag == "figcaption":
+            self.captions.append("")
+
+    def handle_endtag(self, tag):
+        while self.stack and self.stack[-1][0] != tag:
+            self.stack.pop()
+        if self.stack:
+            self.stack.pop()
+        if tag in ("td", "th") and self._cell is not None and self.tables:
+            self.tables[-1]["rows"][-1].append(self._cell)
+            self._cell = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell["text"] += data
+        if self.sections:
+            self.sections[-1]["text"] += data
+        if any(t == "figcaption" for t, _ in self.stack):
+            self.captions[-1] += data
+        if any(a.get("id") == "header" for _, a in self.stack):
+            self.header += data
+
+
+def _result(scale: str, **kw) -> Result:
+    r = Result(slug="pope", scale=scale, config={"seed": 0}, runtime_s=12.0, **kw)
+    r.claims.append(Claim("A", "PoPE extrapolates <better>", "margin", 0.42, ">= 0.15", 0.42 >= 0.15,
+                          paper="0.3 nats lower loss at 10x context", per_seed=[0.40, 0.42, 0.44]))
     r.claims.append(Claim("C", "indirect indexing", "acc gap", 3.0, ">= 40", 3.0 >= 40, gate=False))
+    return r
+
+
+def test_report_columns_seeds_banners_markdown_and_captions(tmp_path):
+    r = _result("small", notes="Per arm:\n\n| arm | loss |\n|---|---|\n| PoPE | 1.23 |\n| RoPE | 1.57 |\n")
     fig, ax = plt.subplots()
     ax.plot([1, 2])
-    r.add_figure("loss_vs_ctx", fig)
+    r.add_figure("loss_vs_ctx", fig, caption="Loss against context length")
     save_result(r, tmp_path / "pope" / "small")
-    (tmp_path / "broken" / "small").mkdir(parents=True)
-    (tmp_path / "broken" / "small" / "result.json").write_text("{not json")  # skipped, not fatal
+    save_result(_result("smoke"), tmp_path / "pope" / "smoke")
+    (tmp_path / "lsd" / "small").mkdir(parents=True)
+    (tmp_path / "lsd" / "small" / "result.json").write_text('{"slug": "lsd", "scale": "sm')  # truncated
+    (tmp_path / "tie" / "small").mkdir(parents=True)
+    (tmp_path / "tie" / "small" / "result.json").write_text("[1, 2]")  # a JSON list
     md, html = build_report(tmp_path)
-    h = html.read_text()
-    assert "<table>" in h and "PoPE extrapolates &lt;better&gt;" in h  # escaped
-    assert "data:image/png;base64," in h  # self-contained
-    assert "not held" in h and "held" in h
+    t = _Tree()
+    t.feed(html.read_text())
+
+    summary = next(x for x in t.tables if x["id"] == "summary")
+    status = {row[0]["text"]: row[1]["text"] for row in summary["rows"][1:]}
+    assert set(PAPERS) <= set(status)  # all 19 papers, run or not
+    assert status["pope"].startswith("small")
+    assert status["lsd"].startswith("small: unreadable: not valid JSON")
+    assert status["tie"] == "small: unreadable: expected a JSON object, got a JSON list"
+    assert status["murgat"] in ("not implemented", "not run")
+
+    small = next(x for x in t.tables if x["class"] == "claims" and x["section"].endswith("small"))
+    head = [c["text"] for c in small["rows"][0]]
+    assert head == ["claim", "statement", "paper", "ours", "threshold", "verdict", "gate"]
+    a = {h: c for h, c in zip(head, small["rows"][1])}
+    assert a["paper"]["text"] == "0.3 nats lower loss at 10x context"
+    assert a["ours"]["text"].startswith("0.42 ± 0.02 over 3 seeds")
+    assert a["verdict"]["text"] == "held" and "held" in a["verdict"]["class"].split()
+    assert a["statement"]["text"].startswith("PoPE extrapolates <better>")  # escaped, shown as text
+
+    smoke_sec = next(s for s in t.sections if s["scale"] == "smoke")
+    assert "checks the plumbing only" in smoke_sec["text"]
+    smoke = next(x for x in t.tables if x["class"] == "claims" and x["section"] == smoke_sec["id"])
+    assert all("grey" in row[5]["class"].split() for row in smoke["rows"][1:])
+
+    notes = [x for x in t.tables if x["section"] and x["section"].endswith("small") and x["class"] is None]
+    assert notes and [c["text"] for c in notes[0]["rows"][2]] == ["RoPE", "1.57"]  # Markdown became a table
+    assert t.captions and t.captions[0].startswith("Loss against context length")
+    assert "commit" in t.header and "cores" in t.header
+    assert "data:image/png;base64," in html.read_text()  # self-contained
+
     m = md.read_text()
-    assert "| A |" in m and "0.42" in m and "pope/small/loss_vs_ctx.png" in m
-    assert "| pope | small | 1/1 | 0/1 | 12 s |" in summary_markdown(tmp_path)
+    assert "| A | PoPE extrapolates <better> | 0.3 nats lower loss at 10x context | 0.42 ± 0.02 over 3 seeds" in m
+    assert "pope/small/loss_vs_ctx.png" in m and "*Loss against context length*" in m
+    # made here without provenance, so it cannot be shown to match the current code: marked stale
+    assert "| pope | small (stale) | 1/1 | 0/1 | 12 s |" in summary_markdown(tmp_path)
 
 
-def test_report_on_empty_folder(tmp_path):
+def test_report_on_empty_folder_says_what_to_do(tmp_path):
     md, html = build_report(tmp_path / "runs")
-    assert html.exists() and "icml26 reproduction report" in html.read_text()
+    text = html.read_text()
+    assert "icml26 reproduction report" in text and "icml26 reproduce" in text
+    assert "not run" in text or "not implemented" in text

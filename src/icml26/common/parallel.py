@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import signal
 import sys
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -17,6 +18,9 @@ from tqdm.auto import tqdm
 
 
 def _init_worker() -> None:
+    # Ctrl-C is the parent's to handle: it cancels pending jobs and terminates the workers. A worker that also
+    # caught SIGINT would print a traceback per process and could die mid-write.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     # torch (and BLAS) read these when first imported, so a worker that never imports torch pays nothing
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ[var] = "1"
@@ -83,12 +87,31 @@ def run_parallel(
     # here instead of hanging the run.
     ctx = mp.get_context("spawn")
     results: list[Any] = [None] * len(jobs)
-    with ProcessPoolExecutor(min(workers, len(jobs)), mp_context=ctx, initializer=_init_worker) as pool:
+    pool = ProcessPoolExecutor(min(workers, len(jobs)), mp_context=ctx, initializer=_init_worker)
+    try:
         futures = {pool.submit(_call, fn, job): i for i, job in enumerate(jobs)}
-        from concurrent.futures import as_completed
-
         for fut in as_completed(futures):
             results[futures[fut]] = fut.result()
             bar.update()
-    bar.close()
+    except BaseException:
+        # Ctrl-C (KeyboardInterrupt) or a failed job: cancel what has not started and stop the workers now,
+        # instead of the executor's default of waiting for every queued job to finish.
+        _terminate(pool)
+        raise
+    else:
+        pool.shutdown(wait=True)
+    finally:
+        bar.close()
     return results
+
+
+def _terminate(pool: ProcessPoolExecutor) -> None:
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+    for p in procs:
+        p.join(timeout=2)
+        if p.is_alive():  # pragma: no cover - a worker ignoring SIGTERM
+            p.kill()
