@@ -201,6 +201,13 @@ def _console():
     return Console(highlight=False, width=None if sys.stdout.isatty() else 140)
 
 
+def _e(text: Any) -> str:
+    """Escape rich markup: `pip install 'icml26[usb]'` must print its [usb]."""
+    from rich.markup import escape
+
+    return escape(str(text))
+
+
 def print_claims(result: Result) -> None:
     from rich.table import Table
 
@@ -215,7 +222,7 @@ def print_claims(result: Result) -> None:
         if c.seed_summary:
             m, s, n = c.seed_summary
             ours = f"{m:.4g} ± {s:.2g} (n={n}); {ours}"
-        table.add_row(f"{c.id}: {c.statement}", c.paper or "-", ours, c.threshold, verdict,
+        table.add_row(_e(f"{c.id}: {c.statement}"), _e(c.paper or "-"), _e(ours), _e(c.threshold), verdict,
                       "gate" if c.gate else "report")
     _console().print(table)
     if result.scale == "smoke":
@@ -233,7 +240,7 @@ def cmd_list(args) -> int:
     table.add_column("arXiv", no_wrap=True, min_width=10)
     table.add_column("status", overflow="fold", ratio=2)
     for p in PAPERS.values():
-        table.add_row(p.slug, p.title, p.arxiv, _status_line(root, p))
+        table.add_row(_e(p.slug), _e(p.title), _e(p.arxiv), _e(_status_line(root, p)))
     _console().print(table)
     return 0
 
@@ -256,22 +263,22 @@ def _status_line(root: Path, p: Paper) -> str:
 def cmd_show(args) -> int:
     paper = _paper(args.slug)
     con = _console()
-    con.print(f"[bold]{paper.slug}[/]: {paper.title}")
-    con.print(f"arXiv: {paper.arxiv} · package: {paper.module} · extra: "
-              f"{paper.extra or '-'} ({paper.install_hint()})")
+    con.print(f"[bold]{_e(paper.slug)}[/]: {_e(paper.title)}")
+    con.print(_e(f"arXiv: {paper.arxiv} · package: {paper.module} · extra: {paper.extra or '-'} "
+                 f"({paper.install_hint()})"))
     if not paper.is_implemented():
         con.print("not implemented yet")
         return 0
     missing = paper.missing_requirements()
     if missing:
-        con.print(f"[yellow]missing optional packages: {', '.join(missing)}; {paper.install_hint()}[/]")
+        con.print(f"[yellow]{_e(f'missing optional packages: {chr(44).join(missing)}; {paper.install_hint()}')}[/]")
         return 0
     exp = _experiment(paper)
     help_ = getattr(exp, "CONFIG_HELP", {}) or {}
     expected = getattr(exp, "EXPECTED_RUNTIME_S", {}) or {}
     doc = (exp.__doc__ or "").strip().splitlines()
     if doc:
-        con.print(doc[0])
+        con.print(_e(doc[0]))
     from rich.table import Table
 
     for scale, cfg in exp.CONFIGS.items():
@@ -281,21 +288,22 @@ def cmd_show(args) -> int:
         table.add_column("value", overflow="fold")
         table.add_column("meaning", overflow="fold")
         for k, v in cfg.items():
-            table.add_row(k, json.dumps(v, default=str) if not isinstance(v, str) else v, help_.get(k, ""))
+            text = v if isinstance(v, str) else json.dumps(v, default=str)
+            table.add_row(_e(k), _e(text if len(text) <= 400 else text[:397] + "..."), _e(help_.get(k, "")))
         con.print(table)
     root = runs_root(args.out)
     folders = sorted(d for d in (root / paper.slug).glob("*") if (d / "result.json").exists()) \
         if (root / paper.slug).is_dir() else []
     if not folders:
-        con.print(f"no saved results under {root / paper.slug}")
+        con.print(_e(f"no saved results under {root / paper.slug}"))
     for d in folders:
         try:
             r = load_result(d)
         except (OSError, ValueError) as e:
-            con.print(f"{d}: unreadable: {_reason(e)}")
+            con.print(_e(f"{d}: unreadable: {_reason(e)}"))
             continue
         stale = " [yellow](stale: code changed)[/]" if is_stale(paper, r) else ""
-        con.print(f"{d}: {r.created}, {r.runtime_s:.0f} s, {_verdict_counts(r)}{stale}")
+        con.print(_e(f"{d}: {r.created}, {r.runtime_s:.0f} s, {_verdict_counts(r)}") + stale)
     return 0
 
 
@@ -313,7 +321,7 @@ def run_paper(slug: str, scale: str, seed: int | None, sets: list[str], out: str
     root = runs_root(out)
     check_writable(root)
     where = f" with overrides {overrides}" if overrides else ""
-    _console().print(f"[bold]{slug}[/] ({scale}){where}: {paper.title}")
+    _console().print(f"[bold]{_e(slug)}[/] " + _e(f"({scale}){where}: {paper.title}"))
     t0 = time.perf_counter()
     result = exp.run(config)
     if not isinstance(result, Result):
@@ -325,7 +333,7 @@ def run_paper(slug: str, scale: str, seed: int | None, sets: list[str], out: str
     result.provenance = {**provenance.collect(paper), **result.provenance}
     path = save_result(result, result_dir(root, slug, scale, overrides))
     print_claims(result)
-    _console().print(f"saved {path}")
+    _console().print(_e(f"saved {path}"))
     return result
 
 
@@ -407,7 +415,7 @@ def cmd_reproduce(args) -> int:
     summary: list[tuple[str, str]] = []
     for p, action, why, _ in plans:
         if action == "reuse":
-            con.print(f"[dim]{p.slug}: reusing saved result ({why})[/]")
+            con.print(f"[dim]{_e(f'{p.slug}: reusing saved result ({why})')}[/]")
             summary.append((p.slug, f"reused ({why})"))
     t_start = time.perf_counter()
     done_s: list[float] = []
@@ -417,8 +425,8 @@ def cmd_reproduce(args) -> int:
         mean_done = sum(done_s) / len(done_s) if done_s else None
         est = sum(e if e is not None else (mean_done or 0.0) for e in left)
         est_txt = f"~{_fmt_s(est)}" if (mean_done is not None or all(e is not None for e in left)) else "unknown"
-        con.print(f"[bold]paper {k}/{len(todo)}: {p.slug}[/] ({why}) · elapsed {_fmt_s(elapsed)} · "
-                  f"estimated remaining {est_txt}")
+        con.print(f"[bold]paper {k}/{len(todo)}: {_e(p.slug)}[/] " + _e(f"({why}) · elapsed {_fmt_s(elapsed)} · "
+                                                                      f"estimated remaining {est_txt}"))
         # each paper in its own process: a crash or a leak in one cannot take the others down
         cmd = [sys.executable, "-m", "icml26", "run", p.slug, "--scale", args.scale, "--out", str(root)]
         t0 = time.perf_counter()
@@ -435,11 +443,11 @@ def cmd_reproduce(args) -> int:
         summary.append((p.slug, f"not run: {why}"))
     con.print(f"\n[bold]reproduce summary[/] ({_fmt_s(time.perf_counter() - t_start)})")
     for slug, status in summary:
-        con.print(f"  {slug:20s} {status}")
+        con.print(_e(f"  {slug:20s} {status}"))
     from icml26.report import build_report
 
     md, html = build_report(root)
-    con.print(f"report: {md} and {html}")
+    con.print(_e(f"report: {md} and {html}"))
     failed = any(s.startswith("FAILED") for _, s in summary)
     cannot = any(s.startswith("not run") and "not implemented" not in s for _, s in summary)
     return 1 if failed or cannot else 0
@@ -458,7 +466,7 @@ def cmd_report(args) -> int:
         print(summary_markdown(root))
         return 0
     md, html = build_report(root)
-    _console().print(f"wrote {md} and {html}")
+    _console().print(_e(f"wrote {md} and {html}"))
     return 0
 
 

@@ -266,3 +266,10 @@ def test_python_m_entry_point(fake_paper):
     out = subprocess.run([sys.executable, "-m", "icml26", "list", "--out", str(fake_paper)], capture_output=True,
                          text=True, timeout=60)
     assert out.returncode == 0 and "fakepaper" in out.stdout
+
+
+def test_show_prints_the_install_hint_with_its_brackets(fake_paper, capsys):
+    assert main(["show", "needsextra", "--out", str(fake_paper)]) == 0
+    out = capsys.readouterr().out
+    assert "pip install 'icml26[needsextra]'" in out  # not eaten as rich markup
+    assert "no-such-distribution-icml26" in out
