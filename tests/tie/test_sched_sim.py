@@ -123,7 +123,10 @@ def test_sim_conserves_tokens_and_respects_kv(kv):
     cfg = EngineConfig(kv_capacity_tokens=kv)
     m = ServingSimulator(cfg, FCFSQueue()).run(w)
     assert np.all(np.isfinite(m.finish)) and np.all(m.finish >= m.first_token) and np.all(m.first_token > w.arrival)
-    assert m.out_len.sum() == w.true_len.sum()
+    # the engine loop's own tallies (per request, and step by step) must equal the workload's lengths: a loop
+    # that overshot a finish or dropped tokens in the multi-step fast path would fail here
+    np.testing.assert_array_equal(m.emitted, w.true_len)
+    assert m.tokens_generated == w.true_len.sum() == m["tokens_generated"]
     assert m.peak_kv_blocks <= cfg.num_blocks
     if kv == 60_000:
         assert m["n_preemptions"] == 0 and m["recomputed_tokens"] == 0

@@ -13,7 +13,7 @@ from icml26.tie.predictors import LogTLengthPredictor
 from icml26.tie.sched import FCFSQueue, Request, ScoreQueue, TIEQueue, WaitingQueue
 from icml26.tie.score import adaptive_beta, starvation_decay, tie_score, tie_terms
 from icml26.tie.sim import (EngineConfig, Metrics, ServingSimulator, StepTimeModel, Workload, capacity_rps,
-                            offline_batch, poisson_arrivals)
+                            offline_batch, piecewise_poisson_arrivals, poisson_arrivals)
 from icml26.tie.traces import build_training_table, collect_length_samples, load_smollm2
 
 __all__ = [
@@ -24,5 +24,5 @@ __all__ = [
     "collect_length_samples", "build_training_table", "load_smollm2",
     "Request", "WaitingQueue", "FCFSQueue", "ScoreQueue", "TIEQueue",
     "EngineConfig", "StepTimeModel", "Workload", "Metrics", "ServingSimulator", "poisson_arrivals",
-    "offline_batch", "capacity_rps",
+    "piecewise_poisson_arrivals", "offline_batch", "capacity_rps",
 ]

@@ -22,8 +22,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from icml26.common.validation import check_array, check_choice, check_float, check_int, check_seed
 from icml26.tie.encoders import check_texts
-from icml26.tie.predictors import Branch, _as_rows, _TorchEstimator
+from icml26.tie.predictors import Branch, _as_rows, _check_encoder, _TorchEstimator
 
 __all__ = ["PointLengthRegressor", "ListMLERanker", "OracleLength", "listmle_loss"]
 
@@ -37,16 +38,18 @@ class PointLengthRegressor(_TorchEstimator):
         hidden, epochs, lr, batch_size, weight_decay, dropout, seed: as `LogTLengthPredictor`.
     """
 
-    def __init__(self, encoder: Any, loss: str = "mse", hidden: int = 256, epochs: int = 40, lr: float = 1e-3,
+    def __init__(self, encoder: Any, loss: str = "mse", hidden: int = 256, epochs: int = 20, lr: float = 1e-3,
                  batch_size: int = 32, weight_decay: float = 0.01, dropout: float = 0.2, seed: int = 0,
                  device: str = "cpu") -> None:
-        if loss not in ("mse", "l1", "log_mse"):
-            raise ValueError(f"loss must be 'mse', 'l1' or 'log_mse', got {loss!r}")
-        if epochs < 1 or batch_size < 1 or not lr > 0:
-            raise ValueError("epochs and batch_size must be >= 1 and lr > 0")
-        self.encoder, self.loss, self.hidden, self.epochs, self.lr = encoder, loss, hidden, int(epochs), float(lr)
-        self.batch_size, self.weight_decay, self.dropout, self.seed = int(batch_size), weight_decay, dropout, seed
-        self.device = str(device)
+        self.encoder, self.loss, self.hidden, self.epochs, self.lr = encoder, loss, hidden, epochs, lr
+        self.batch_size, self.weight_decay, self.dropout, self.seed = batch_size, weight_decay, dropout, seed
+        self.device = device
+        self._check_params()
+
+    def _check_params(self) -> None:
+        check_choice(self.loss, "loss", ("mse", "l1", "log_mse"))
+        _check_head_params(self)
+        self.batch_size = check_int(self.batch_size, "batch_size", min=1)
 
     def _params(self) -> dict[str, Any]:
         return dict(loss=self.loss, hidden=self.hidden, epochs=self.epochs, lr=self.lr, batch_size=self.batch_size,
@@ -62,6 +65,7 @@ class PointLengthRegressor(_TorchEstimator):
     def fit(self, prompts: Sequence[str], lengths) -> PointLengthRegressor:
         """lengths: (n,) one observed length per prompt, or (n, k) / ragged (all samples: for the squared losses
         this equals training on the per-prompt mean (log-mean for log_mse); for l1 every sample is a row)."""
+        self._check_params()
         prompts = check_texts(prompts)
         rows = _as_rows(lengths, len(prompts))
         gen = self._seed()
@@ -116,17 +120,18 @@ class ListMLERanker(_TorchEstimator):
     `predict(prompts)` returns a scheduling score (n,): lower = schedule earlier (= minus the ranker output).
     """
 
-    def __init__(self, encoder: Any, list_size: int = 16, hidden: int = 256, epochs: int = 40, lr: float = 1e-3,
+    def __init__(self, encoder: Any, list_size: int = 16, hidden: int = 256, epochs: int = 20, lr: float = 1e-3,
                  batch_lists: int = 2, weight_decay: float = 0.01, dropout: float = 0.2, seed: int = 0,
                  device: str = "cpu") -> None:
-        if list_size < 2:
-            raise ValueError(f"list_size must be >= 2, got {list_size}")
-        if epochs < 1 or batch_lists < 1 or not lr > 0:
-            raise ValueError("epochs and batch_lists must be >= 1 and lr > 0")
-        self.encoder, self.list_size, self.hidden, self.epochs, self.lr = encoder, int(list_size), hidden, \
-            int(epochs), float(lr)
-        self.batch_lists, self.weight_decay, self.dropout, self.seed = int(batch_lists), weight_decay, dropout, seed
-        self.device = str(device)
+        self.encoder, self.list_size, self.hidden, self.epochs, self.lr = encoder, list_size, hidden, epochs, lr
+        self.batch_lists, self.weight_decay, self.dropout, self.seed = batch_lists, weight_decay, dropout, seed
+        self.device = device
+        self._check_params()
+
+    def _check_params(self) -> None:
+        self.list_size = check_int(self.list_size, "list_size", min=2)
+        self.batch_lists = check_int(self.batch_lists, "batch_lists", min=1)
+        _check_head_params(self)
         self.batch_size = self.batch_lists * self.list_size
 
     def _params(self) -> dict[str, Any]:
@@ -142,6 +147,7 @@ class ListMLERanker(_TorchEstimator):
 
     def fit(self, prompts: Sequence[str], lengths) -> ListMLERanker:
         """lengths: (n,) one observed length per prompt, or (n, k) (ranked by the per-prompt mean)."""
+        self._check_params()
         prompts = check_texts(prompts)
         n = len(prompts)
         if n < self.list_size:
@@ -186,7 +192,19 @@ class OracleLength:
     def predict(self, prompts: Sequence[str] | None = None, true_len=None) -> np.ndarray:
         if true_len is None:
             raise ValueError("OracleLength.predict needs true_len (the simulator's true output lengths)")
-        t = np.asarray(true_len, dtype=float)
+        t = check_array(true_len, "true_len", ndim=1)
         if np.any(t < 1):
             raise ValueError("true_len must be >= 1 (negative lengths are invalid)")
         return t
+
+
+def _check_head_params(est: Any) -> None:
+    """Shared hyperparameter checks of the point baselines (in __init__ and again in fit)."""
+    _check_encoder(est.encoder)
+    est.hidden = check_int(est.hidden, "hidden", min=1)
+    est.epochs = check_int(est.epochs, "epochs", min=1)
+    est.lr = check_float(est.lr, "lr", min=0.0, min_open=True)
+    est.weight_decay = check_float(est.weight_decay, "weight_decay", min=0.0)
+    est.dropout = check_float(est.dropout, "dropout", min=0.0, max=1.0, max_open=True)
+    est.seed = check_seed(est.seed)
+    est.device = str(est.device)

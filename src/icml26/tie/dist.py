@@ -25,6 +25,8 @@ from functools import lru_cache
 import numpy as np
 from scipy import special, stats
 
+from icml26.common.validation import check_array, check_float, check_int
+
 ArrayLike = float | Sequence[float] | np.ndarray
 
 _N_QUAD = 96  # Gauss-Legendre nodes per interval; rtol < 1e-4 against scipy.quad on the spec's references
@@ -42,18 +44,17 @@ class _LogLocationScale:
     family = ""
 
     def __init__(self, mu: ArrayLike, sigma: ArrayLike, max_tokens: float = 2048) -> None:
-        mu = np.asarray(mu, dtype=float)
-        sigma = np.asarray(sigma, dtype=float)
-        if not np.all(np.isfinite(mu)):
-            raise ValueError("mu must be finite")
-        if not np.all(np.isfinite(sigma)) or np.any(sigma <= 0):
-            raise ValueError("sigma must be finite and > 0")
-        if not np.isscalar(max_tokens) and np.ndim(max_tokens) != 0:
-            raise TypeError(f"max_tokens must be a scalar, got {type(max_tokens).__name__}")
-        if not max_tokens >= 1:
-            raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
-        self.mu, self.sigma = np.broadcast_arrays(mu, sigma)
-        self.max_tokens = float(max_tokens)
+        mu = check_array(mu, "mu")
+        sigma = check_array(sigma, "sigma")
+        if np.any(sigma <= 0):
+            raise ValueError("sigma must be > 0")
+        try:
+            mu, sigma = np.broadcast_arrays(mu, sigma)
+        except ValueError:
+            raise ValueError(f"mu and sigma must broadcast to one shape, got shapes {mu.shape} and "
+                             f"{sigma.shape}") from None
+        self.mu, self.sigma = mu, sigma
+        self.max_tokens = check_float(max_tokens, "max_tokens", min=1.0)
 
     # the standard variable Z --------------------------------------------------------------------------------
     def _z_cdf(self, z):
@@ -73,8 +74,16 @@ class _LogLocationScale:
     def shape(self) -> tuple[int, ...]:
         return self.mu.shape
 
+    def _against(self, a: np.ndarray, name: str) -> np.ndarray:
+        try:
+            np.broadcast_shapes(a.shape, self.shape)
+        except ValueError:
+            raise ValueError(f"{name} (shape {a.shape}) must broadcast against mu/sigma (shape {self.shape})"
+                             ) from None
+        return a
+
     def _z(self, x) -> np.ndarray:
-        x = np.asarray(x, dtype=float)
+        x = self._against(check_array(x, "x (lengths)", min_size=0), "x (lengths)")
         if np.any(x < 0):
             raise ValueError("x (lengths) must be >= 0")
         with np.errstate(divide="ignore"):
@@ -90,7 +99,7 @@ class _LogLocationScale:
 
     def logpdf(self, x: ArrayLike) -> np.ndarray:
         """log density of X at x > 0 (per token): log f_Z(z) - log sigma - log x."""
-        x = np.asarray(x, dtype=float)
+        x = self._against(check_array(x, "x (lengths)", min_size=0), "x (lengths)")
         if np.any(x <= 0):
             raise ValueError("x (lengths) must be > 0 for logpdf")
         return self._z_logpdf(self._z(x)) - np.log(self.sigma) - np.log(x)
@@ -98,7 +107,7 @@ class _LogLocationScale:
     def censored_logpdf(self, x: ArrayLike) -> np.ndarray:
         """Log-likelihood of observed lengths with right-censoring at max_tokens: logpdf(x) for x < L and
         log P(X >= L) for x >= L (the engine stopped the response)."""
-        x = np.asarray(x, dtype=float)
+        x = self._against(check_array(x, "x (lengths)", min_size=0), "x (lengths)")
         if np.any(x <= 0):
             raise ValueError("x (lengths) must be > 0")
         cens = x >= self.max_tokens
@@ -109,10 +118,11 @@ class _LogLocationScale:
 
     def quantile(self, q: ArrayLike, censored: bool = False) -> np.ndarray:
         """q-quantile of X (or of min(X, L) with censored=True); q in (0, 1)."""
-        q = np.asarray(q, dtype=float)
+        q = self._against(check_array(q, "q", min_size=0), "q")
         if np.any((q <= 0) | (q >= 1)):
             raise ValueError("q must be in (0, 1)")
-        out = np.exp(self.mu + self.sigma * self._z_ppf(q))
+        with np.errstate(over="ignore"):  # a quantile beyond the float range is inf (capped at L if censored)
+            out = np.exp(self.mu + self.sigma * self._z_ppf(q))
         return np.minimum(out, self.max_tokens) if censored else out
 
     def median(self) -> np.ndarray:
@@ -122,10 +132,9 @@ class _LogLocationScale:
     def sample(self, n: int, rng: np.random.Generator | int | None = None, discrete: bool = True) -> np.ndarray:
         """n draws per distribution -> (n, *shape). discrete=True: clip(round(X), 1, L) as int (the W1 generator);
         else the continuous X capped at L."""
-        if int(n) < 1:
-            raise ValueError(f"n must be >= 1, got {n}")
+        n = check_int(n, "n", min=1, max=max(1, 10**8 // max(1, self.mu.size)))
         rng = np.random.default_rng(rng)
-        z = self._draw_z(rng, (int(n),) + self.shape)
+        z = self._draw_z(rng, (n,) + self.shape)
         x = np.exp(np.minimum(self.mu + self.sigma * z, 50.0))
         if discrete:
             return np.clip(np.rint(x), 1, self.max_tokens).astype(np.int64)
@@ -142,11 +151,16 @@ class _LogLocationScale:
         u = a + (b - a) * (1 - (1 - s) ** 2)
         du = (b - a) * 2 * (1 - s)
         u = np.clip(u, 1e-300, 1 - 1e-16)
-        q = np.exp(self.mu[..., None] + self.sigma[..., None] * self._z_ppf(u))
+        # every caller integrates below u_L, where Q(u) <= L: capping the log-quantile at log L is exact and keeps
+        # extreme (mu, sigma) from overflowing to inf (and inf * 0 to NaN)
+        with np.errstate(over="ignore", invalid="ignore"):
+            logq = self.mu[..., None] + self.sigma[..., None] * self._z_ppf(u)
+        q = np.exp(np.minimum(logq, np.log(self.max_tokens)))
         return np.sum(w * q * du, axis=-1)
 
     def _u_l(self) -> np.ndarray:
-        return self._z_cdf((np.log(self.max_tokens) - self.mu) / self.sigma)
+        with np.errstate(over="ignore", divide="ignore"):
+            return self._z_cdf((np.log(self.max_tokens) - self.mu) / self.sigma)
 
     def censored_mean(self) -> np.ndarray:
         """E[min(X, L)] in tokens (shape of mu)."""
@@ -182,9 +196,7 @@ class LogT(_LogLocationScale):
 
     def __init__(self, mu: ArrayLike, sigma: ArrayLike, nu: float = 3.5, max_tokens: float = 2048) -> None:
         super().__init__(mu, sigma, max_tokens)
-        if not (np.isscalar(nu) and nu > 0):
-            raise ValueError(f"nu must be a positive scalar, got {nu!r}")
-        self.nu = float(nu)
+        self.nu = check_float(nu, "nu", min=0.0, min_open=True)
 
     def _z_cdf(self, z):
         return special.stdtr(self.nu, z)
@@ -224,24 +236,41 @@ class LogNormal(_LogLocationScale):
 
 
 def _check_alpha(alpha: float) -> float:
-    if not (np.isscalar(alpha) and 0 < float(alpha) < 1):
-        raise ValueError(f"alpha must be a scalar in (0, 1), got {alpha!r}")
-    return float(alpha)
+    return check_float(alpha, "alpha", min=0.0, max=1.0, min_open=True, max_open=True)
 
 
 # ------------------------------------------------------------------------------------------------ fitting
-def _pad(samples) -> tuple[np.ndarray, np.ndarray]:
-    """(n, k) array or ragged list of 1-D arrays -> (values (n, kmax), mask (n, kmax) bool)."""
-    if isinstance(samples, np.ndarray) and samples.ndim == 2:
-        x = samples.astype(float)
+def _pad(samples, name: str = "samples") -> tuple[np.ndarray, np.ndarray]:
+    """(n, k) array / list of equal rows, or a ragged list of 1-D rows -> (values (n, kmax), mask (n, kmax) bool).
+
+    A flat list of numbers is read exactly like the 1-D array it equals (and refused the same way): one prompt's
+    k lengths are passed as `[lengths]` (shape (1, k)).
+    """
+    if isinstance(samples, (str, bytes)) or samples is None:
+        raise TypeError(f"{name} must be an (n_prompts, k) array or a list of 1-D arrays of lengths, got "
+                        f"{type(samples).__name__}")
+    if hasattr(samples, "detach") and hasattr(samples, "cpu"):  # torch tensor
+        samples = samples.detach().cpu().numpy()
+    try:
+        raw = np.asarray(samples)
+        rectangular = raw.dtype != object
+    except ValueError:  # ragged nested lists
+        rectangular = False
+    if rectangular:
+        if raw.ndim != 2:
+            hint = " (one prompt's k lengths: pass [lengths], shape (1, k))" if raw.ndim == 1 else ""
+            raise ValueError(f"{name} must be 2-D (n_prompts, k) or a list of 1-D arrays, got shape "
+                             f"{raw.shape}{hint}")
+        x = check_array(raw, name, ndim=2, finite=False)
+        if x.shape[0] == 0 or x.shape[1] == 0:
+            raise ValueError(f"{name} must contain at least one prompt with at least one length, got shape "
+                             f"{x.shape}")
         return x, np.ones_like(x, dtype=bool)
-    if isinstance(samples, np.ndarray) and samples.ndim != 2 and samples.dtype != object:
-        raise ValueError(f"samples must be 2-D (n_prompts, k) or a list of 1-D arrays, got shape {samples.shape}")
-    rows = [np.asarray(r, dtype=float).ravel() for r in samples]
+    rows = [check_array(r, f"{name}[{i}]", ndim=1, finite=False, min_size=0) for i, r in enumerate(samples)]
     if not rows:
-        raise ValueError("samples must contain at least one prompt")
+        raise ValueError(f"{name} must contain at least one prompt")
     if any(len(r) == 0 for r in rows):
-        raise ValueError("every row of samples needs at least one length")
+        raise ValueError(f"every row of {name} needs at least one length")
     kmax = max(len(r) for r in rows)
     x = np.ones((len(rows), kmax))
     m = np.zeros((len(rows), kmax), dtype=bool)
@@ -249,6 +278,13 @@ def _pad(samples) -> tuple[np.ndarray, np.ndarray]:
         x[i, :len(r)] = r
         m[i, :len(r)] = True
     return x, m
+
+
+def _check_fit_args(censor_at, sigma_floor) -> tuple[float | None, float]:
+    sigma_floor = check_float(sigma_floor, "sigma_floor", min=0.0, min_open=True)
+    if censor_at is not None:
+        censor_at = check_float(censor_at, "censor_at", min=0.0, min_open=True)
+    return censor_at, sigma_floor
 
 
 def _ks_pvalues(z: np.ndarray, mask: np.ndarray, cdf) -> np.ndarray:
@@ -280,10 +316,9 @@ def fit_logt(samples, nu: float = 3.5, censor_at: float | None = None, n_iter: i
         mu (n,), sigma (n,), ks_pvalue (n,): KS p-value of the fitted t_nu against the standardised log-lengths
         (parameters estimated from the same data, so it is optimistic - the official training CSV's column).
     """
-    if not (np.isscalar(nu) and nu > 0):
-        raise ValueError(f"nu must be a positive scalar, got {nu!r}")
-    if sigma_floor <= 0:
-        raise ValueError(f"sigma_floor must be > 0, got {sigma_floor}")
+    nu = check_float(nu, "nu", min=0.0, min_open=True)
+    n_iter = check_int(n_iter, "n_iter", min=1)
+    censor_at, sigma_floor = _check_fit_args(censor_at, sigma_floor)
     x, m = _pad(samples)
     if np.any(~np.isfinite(x[m])) or np.any(x[m] <= 0):
         raise ValueError("samples (lengths) must be finite and > 0")
@@ -310,8 +345,7 @@ def fit_lognormal(samples, censor_at: float | None = None,
                   sigma_floor: float = 1e-2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Maximum-likelihood (mu, sigma) of the log-normal model per prompt (mean and ML std of log lengths);
     same arguments and returns as `fit_logt`."""
-    if sigma_floor <= 0:
-        raise ValueError(f"sigma_floor must be > 0, got {sigma_floor}")
+    censor_at, sigma_floor = _check_fit_args(censor_at, sigma_floor)
     x, m = _pad(samples)
     if np.any(~np.isfinite(x[m])) or np.any(x[m] <= 0):
         raise ValueError("samples (lengths) must be finite and > 0")

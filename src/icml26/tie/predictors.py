@@ -27,6 +27,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from icml26.common.validation import check_array, check_bool, check_choice, check_float, check_int, check_seed
 from icml26.tie.dist import LogNormal, LogT, _t_logsf_torch, fit_lognormal, fit_logt
 from icml26.tie.encoders import check_texts
 from icml26.tie.score import adaptive_beta, tie_score
@@ -175,7 +176,8 @@ class LogTLengthPredictor(_TorchEstimator):
         nu: Student-t degrees of freedom (3.5).
         target: "fit" (regress per-prompt fitted (μ, σ); paper) or "nll" (log-t NLL on observed lengths, [R]).
         family: "logt" (default) or "lognormal" (ablation; same training, Gaussian instead of t).
-        epochs, lr, batch_size, weight_decay, dropout: training (defaults: 40, 1e-3, 32, 0.01, 0.2).
+        epochs, lr, batch_size, weight_decay, dropout: training (defaults: 20 as the paper's recipe, 1e-3, 32,
+            0.01, 0.2).
         device: torch device of the head ("cpu", "cuda"); features are computed by the encoder on its own device.
         sample_weighting: the official WeightedRandomSampler.
         sigma_weight: (start, end) of the linearly rising σ-loss weight (3 -> 4).
@@ -185,27 +187,41 @@ class LogTLengthPredictor(_TorchEstimator):
     """
 
     def __init__(self, encoder: Any, hidden: int = 256, nu: float = 3.5, target: str = "fit",
-                 family: str = "logt", epochs: int = 40, lr: float = 1e-3, batch_size: int = 32,
+                 family: str = "logt", epochs: int = 20, lr: float = 1e-3, batch_size: int = 32,
                  weight_decay: float = 0.01, dropout: float = 0.2, sample_weighting: bool = True,
                  sigma_weight: tuple[float, float] = (3.0, 4.0), max_tokens: int = 2048, seed: int = 0,
                  device: str = "cpu") -> None:
-        if target not in ("fit", "nll"):
-            raise ValueError(f"target must be 'fit' or 'nll', got {target!r}")
-        if family not in ("logt", "lognormal"):
-            raise ValueError(f"family must be 'logt' or 'lognormal', got {family!r}")
-        if epochs < 1 or batch_size < 1 or hidden < 1:
-            raise ValueError("epochs, batch_size and hidden must be >= 1")
-        if not lr > 0:
-            raise ValueError(f"lr must be > 0, got {lr}")
-        if not nu > 0:
-            raise ValueError(f"nu must be > 0, got {nu}")
-        if max_tokens < 1:
-            raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
-        self.encoder, self.hidden, self.nu, self.target, self.family = encoder, hidden, float(nu), target, family
-        self.epochs, self.lr, self.batch_size = int(epochs), float(lr), int(batch_size)
+        self.encoder, self.hidden, self.nu, self.target, self.family = encoder, hidden, nu, target, family
+        self.epochs, self.lr, self.batch_size = epochs, lr, batch_size
         self.weight_decay, self.dropout, self.sample_weighting = weight_decay, dropout, sample_weighting
-        self.sigma_weight, self.max_tokens, self.seed = tuple(sigma_weight), int(max_tokens), int(seed)
-        self.device = str(device)
+        self.sigma_weight, self.max_tokens, self.seed = sigma_weight, max_tokens, seed
+        self.device = device
+        self._check_params()
+
+    def _check_params(self) -> None:
+        """Validate (and normalise) the hyperparameters; called by __init__ and again by fit (attributes may
+        have been changed in between)."""
+        _check_encoder(self.encoder)
+        check_choice(self.target, "target", ("fit", "nll"))
+        check_choice(self.family, "family", ("logt", "lognormal"))
+        self.hidden = check_int(self.hidden, "hidden", min=1)
+        self.epochs = check_int(self.epochs, "epochs", min=1)
+        self.batch_size = check_int(self.batch_size, "batch_size", min=1)
+        self.lr = check_float(self.lr, "lr", min=0.0, min_open=True)
+        self.nu = check_float(self.nu, "nu", min=0.0, min_open=True)
+        self.weight_decay = check_float(self.weight_decay, "weight_decay", min=0.0)
+        self.dropout = check_float(self.dropout, "dropout", min=0.0, max=1.0, max_open=True)
+        self.sample_weighting = check_bool(self.sample_weighting, "sample_weighting")
+        sw = self.sigma_weight
+        if isinstance(sw, str) or not hasattr(sw, "__len__") or len(sw) != 2:
+            raise TypeError(f"sigma_weight must be a (start, end) pair of numbers, got {sw!r}")
+        self.sigma_weight = (check_float(sw[0], "sigma_weight[0]", min=0.0),
+                             check_float(sw[1], "sigma_weight[1]", min=0.0))
+        self.max_tokens = check_int(self.max_tokens, "max_tokens", min=1)
+        self.seed = check_seed(self.seed)
+        if not isinstance(self.device, (str, torch.device)):
+            raise TypeError(f"device must be a str such as 'cpu' or 'cuda', got {type(self.device).__name__}")
+        self.device = str(self.device)
 
     def _params(self) -> dict[str, Any]:
         return dict(hidden=self.hidden, nu=self.nu, target=self.target, family=self.family, epochs=self.epochs,
@@ -230,21 +246,25 @@ class LogTLengthPredictor(_TorchEstimator):
                 fitted per prompt (`fit_logt`/`fit_lognormal`), with target="nll" they are the training data
                 ((n,) = one sample per prompt is allowed).
         """
+        self._check_params()
         prompts = check_texts(prompts)
         n = len(prompts)
         gen = self._seed()
         if self.target == "fit":
-            if mu is None or sigma is None:
+            if (mu is None) != (sigma is None):
+                raise ValueError("mu and sigma must be given together (or neither, with lengths)")
+            if mu is None:
                 if lengths is None:
                     raise ValueError("target='fit' needs mu and sigma, or lengths to fit them from")
                 fitter = fit_logt if self.family == "logt" else fit_lognormal
                 kw = {"nu": self.nu} if self.family == "logt" else {}
                 mu, sigma, _ = fitter(_as_rows(lengths, n), **kw)
-            mu, sigma = np.asarray(mu, float), np.asarray(sigma, float)
-            if mu.shape != (n,) or sigma.shape != (n,):
-                raise ValueError(f"mu and sigma must have shape ({n},), got {mu.shape}, {sigma.shape}")
-            if np.any(~np.isfinite(mu)) or np.any(~np.isfinite(sigma)) or np.any(sigma <= 0):
-                raise ValueError("mu must be finite and sigma finite and > 0")
+            elif lengths is not None:
+                raise ValueError("give either mu and sigma or lengths, not both")
+            mu = check_array(mu, "mu", shape=(n,))
+            sigma = check_array(sigma, "sigma", shape=(n,))
+            if np.any(sigma <= 0):
+                raise ValueError("sigma must be > 0")
         else:
             if lengths is None:
                 raise ValueError("target='nll' needs lengths")
@@ -313,23 +333,44 @@ class LogTLengthPredictor(_TorchEstimator):
             if beta != "adaptive":
                 raise ValueError(f"beta must be a float or 'adaptive', got {beta!r}")
             beta = adaptive_beta(queue_len, max_num_seqs)
+        else:
+            beta = check_float(beta, "beta", min=0.0)
         mu, sigma = self.predict_params(prompts)
         return tie_score(mu, sigma, alpha=alpha, beta=beta, nu=self.nu, max_tokens=self.max_tokens,
                          family=self.family)
 
 
-def _as_rows(lengths, n: int) -> list[np.ndarray]:
-    """(n,), (n, k) or ragged -> list of n 1-D float arrays of valid lengths (>= 1)."""
-    if isinstance(lengths, np.ndarray) and lengths.ndim == 1 and lengths.dtype != object:
-        rows = [np.asarray([v], float) for v in lengths]
+def _as_rows(lengths, n: int, name: str = "lengths") -> list[np.ndarray]:
+    """(n,), (n, k) or ragged -> list of n 1-D float arrays of valid lengths (>= 1 token).
+
+    A list is read like the equal array: [l_1, ..., l_n] is one sample per prompt, [[...], ...] one row per
+    prompt (ragged rows allowed)."""
+    if isinstance(lengths, (str, bytes)) or lengths is None:
+        raise TypeError(f"{name} must be an array or list of lengths, got {type(lengths).__name__}")
+    if hasattr(lengths, "detach") and hasattr(lengths, "cpu"):
+        lengths = lengths.detach().cpu().numpy()
+    try:
+        raw = np.asarray(lengths)
+        rectangular = raw.dtype != object
+    except ValueError:
+        rectangular = False
+    if rectangular:
+        arr = check_array(raw, name, ndim=(1, 2), min_size=0)
+        rows = [r for r in (arr[:, None] if arr.ndim == 1 else arr)]
     else:
-        rows = [np.atleast_1d(np.asarray(r, float)) for r in lengths]
+        rows = [check_array(r, f"{name}[{i}]", ndim=(0, 1), min_size=0).reshape(-1) for i, r in enumerate(lengths)]
     if len(rows) != n:
-        raise ValueError(f"lengths must have one row per prompt ({n}), got {len(rows)}")
+        raise ValueError(f"{name} must have one row per prompt ({n}), got {len(rows)}")
     for r in rows:
-        if len(r) == 0 or np.any(~np.isfinite(r)) or np.any(r < 1):
-            raise ValueError("lengths must be finite and >= 1 (tokens); negative lengths are invalid")
-    return rows
+        if len(r) == 0 or np.any(r < 1):
+            raise ValueError(f"{name} must be >= 1 (tokens) with at least one per prompt; negative lengths "
+                             "are invalid")
+    return [np.asarray(r, float) for r in rows]
+
+
+def _check_encoder(encoder: Any) -> None:
+    if not callable(getattr(encoder, "encode", None)):
+        raise TypeError(f"encoder must have encode(list[str]) -> (n, d) array, got {type(encoder).__name__}")
 
 
 def _nll_tensors(rows: list[np.ndarray], max_tokens: int):

@@ -26,7 +26,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from icml26.tie.score import adaptive_beta, starvation_decay, tie_terms
+from icml26.common.validation import check_bool, check_float, check_int
+from icml26.tie.score import adaptive_beta, check_decay, tie_terms
 
 __all__ = ["Request", "WaitingQueue", "FCFSQueue", "ScoreQueue", "TIEQueue"]
 
@@ -52,12 +53,17 @@ class Request:
     prompt: str | None = None
 
     def __post_init__(self) -> None:
-        if int(self.prompt_tokens) < 1:
-            raise ValueError(f"prompt_tokens must be >= 1, got {self.prompt_tokens}")
-        if int(self.max_tokens) < 1:
-            raise ValueError(f"max_tokens must be >= 1, got {self.max_tokens}")
-        if not np.isfinite(self.arrival) or self.arrival < 0:
-            raise ValueError(f"arrival must be a finite time >= 0, got {self.arrival}")
+        try:
+            hash(self.id)
+        except TypeError:
+            raise TypeError(f"id must be hashable (an int or a str), got {type(self.id).__name__}") from None
+        self.prompt_tokens = check_int(self.prompt_tokens, "prompt_tokens", min=1)
+        self.max_tokens = check_int(self.max_tokens, "max_tokens", min=1)
+        self.arrival = check_float(self.arrival, "arrival", min=0.0)
+        if not isinstance(self.features, dict):
+            raise TypeError(f"features must be a dict, got {type(self.features).__name__}")
+        if self.prompt is not None and not isinstance(self.prompt, str):
+            raise TypeError(f"prompt must be a str or None, got {type(self.prompt).__name__}")
 
 
 @runtime_checkable
@@ -79,6 +85,17 @@ class _HeapQueue:
         self._heap: list[tuple[float, float, int, Any]] = []
         self._live: dict[Any, Request] = {}
         self._version: dict[Any, int] = {}
+        self._seq = itertools.count()
+
+    def reset(self) -> None:
+        """Forget every request and every per-request state (scores, predictions): the queue is as new.
+
+        `ServingSimulator.run` calls it first, so one queue can serve several runs; a queue that kept the scores
+        of a previous run would order a new workload whose ids repeat by the old requests' scores.
+        """
+        self._heap.clear()
+        self._live.clear()
+        self._version.clear()
         self._seq = itertools.count()
 
     def _push(self, request: Request, key: float) -> None:
@@ -142,6 +159,7 @@ class FCFSQueue(_HeapQueue):
     keeps its arrival and so goes back near the front, like vLLM's `prepend_request`."""
 
     def add(self, request: Request) -> None:
+        _check_request(request)
         if request.id in self._live:
             raise ValueError(f"request {request.id!r} is already in the queue")
         self._push(request, request.arrival)
@@ -163,6 +181,10 @@ class ScoreQueue(_HeapQueue):
         self.score_fn = score_fn
         self._score: dict[Any, float] = {}
 
+    def reset(self) -> None:
+        super().reset()
+        self._score.clear()
+
     def score(self, request: Request) -> float:
         if request.id not in self._score:
             s = float(self.score_fn(request))
@@ -172,6 +194,7 @@ class ScoreQueue(_HeapQueue):
         return self._score[request.id]
 
     def add(self, request: Request) -> None:
+        _check_request(request)
         if request.id in self._live:
             raise ValueError(f"request {request.id!r} is already in the queue")
         self._push(request, self.score(request))
@@ -204,31 +227,45 @@ class TIEQueue(_HeapQueue):
                  clock: Callable[[], float] = time.monotonic, nu: float = 3.5, max_tokens: int = 2048,
                  max_predict_batch: int = 128) -> None:
         super().__init__()
-        if not (isinstance(beta, str) and beta == "adaptive"):
-            if isinstance(beta, str) or not np.isfinite(beta) or beta < 0:
+        if isinstance(beta, str):
+            if beta != "adaptive":
                 raise ValueError(f"beta must be 'adaptive' or a float >= 0, got {beta!r}")
-        if not 0 < alpha < 1:
-            raise ValueError(f"alpha must be in (0, 1), got {alpha}")
-        if not isinstance(max_num_seqs, (int, np.integer)) or max_num_seqs <= 0:
-            raise ValueError(f"max_num_seqs must be a positive int, got {max_num_seqs!r}")
+        else:
+            beta = check_float(beta, "beta", min=0.0)
+        alpha = check_float(alpha, "alpha", min=0.0, max=1.0, min_open=True, max_open=True)
+        max_num_seqs = check_int(max_num_seqs, "max_num_seqs", min=1)
         if starvation is not None:
-            g, tau = starvation
-            starvation_decay(1.0, 0.0, g, tau)  # validates gamma, tau
-        if rebuild_every_s <= 0:
-            raise ValueError(f"rebuild_every_s must be > 0, got {rebuild_every_s}")
+            if not isinstance(starvation, (tuple, list)) or len(starvation) != 2:
+                raise TypeError(f"starvation must be a (gamma, tau_s) pair or None, got {starvation!r}")
+            starvation = check_decay(*starvation)
+        rebuild_every_s = check_float(rebuild_every_s, "rebuild_every_s", min=0.0, min_open=True)
+        async_predict = check_bool(async_predict, "async_predict")
+        predict_latency_s = check_float(predict_latency_s, "predict_latency_s", min=0.0)
         if not callable(clock):
             raise TypeError("clock must be a callable returning seconds")
-        if max_tokens < 1:
-            raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
-        self.predictor, self.alpha, self.beta = predictor, float(alpha), beta
-        self.max_num_seqs, self.starvation = int(max_num_seqs), starvation
-        self.rebuild_every_s, self.async_predict = float(rebuild_every_s), bool(async_predict)
-        self.predict_latency_s, self.clock = float(predict_latency_s), clock
-        self.nu, self.max_tokens, self.max_predict_batch = float(nu), int(max_tokens), int(max_predict_batch)
+        nu = check_float(nu, "nu", min=0.0, min_open=True)
+        max_tokens = check_int(max_tokens, "max_tokens", min=1)
+        max_predict_batch = check_int(max_predict_batch, "max_predict_batch", min=1)
+        if predictor is not None and not callable(getattr(predictor, "predict_params", None)):
+            raise TypeError(f"predictor must have predict_params(list[str]) -> (mu, sigma), got "
+                            f"{type(predictor).__name__}")
+        self.predictor, self.alpha, self.beta = predictor, alpha, beta
+        self.max_num_seqs, self.starvation = max_num_seqs, starvation
+        self.rebuild_every_s, self.async_predict = rebuild_every_s, async_predict
+        self.predict_latency_s, self.clock = predict_latency_s, clock
+        self.nu, self.max_tokens, self.max_predict_batch = nu, max_tokens, max_predict_batch
         self._score: dict[Any, float] = {}
         self._beta_used: dict[Any, float] = {}
         self._pending: dict[Any, float] = {}  # id -> time it entered (async mode)
         self._last_rebuild: float | None = None
+
+    def reset(self) -> None:
+        """Forget every request, score, pending prediction and the rebuild time (see `_HeapQueue.reset`)."""
+        super().reset()
+        self._score.clear()
+        self._beta_used.clear()
+        self._pending.clear()
+        self._last_rebuild = None
 
     # scoring -----------------------------------------------------------------------------------------------
     def current_beta(self) -> float:
@@ -243,13 +280,16 @@ class TIEQueue(_HeapQueue):
         for i, r in enumerate(requests):
             f = r.features
             if "tie_mean" in f and "tie_cvar" in f:
-                out[i] = (float(f["tie_mean"]), float(f["tie_cvar"]))
+                out[i] = (check_float(f["tie_mean"], f"request {r.id!r} features['tie_mean']", min=0.0),
+                          check_float(f["tie_cvar"], f"request {r.id!r} features['tie_cvar']", min=0.0))
             elif "mu" in f and "sigma" in f:
                 need_params.append(i)
             else:
                 need_pred.append(i)
-        mu = [requests[i].features["mu"] for i in need_params]
-        sg = [requests[i].features["sigma"] for i in need_params]
+        mu = [check_float(requests[i].features["mu"], f"request {requests[i].id!r} features['mu']")
+              for i in need_params]
+        sg = [check_float(requests[i].features["sigma"], f"request {requests[i].id!r} features['sigma']",
+                          min=0.0, min_open=True) for i in need_params]
         if need_pred:
             if self.predictor is None:
                 raise ValueError(f"request {requests[need_pred[0]].id!r} has no mu/sigma features and the "
@@ -258,8 +298,12 @@ class TIEQueue(_HeapQueue):
             if any(p is None for p in prompts):
                 raise ValueError("requests scored by the predictor need their prompt text (Request.prompt)")
             pm, ps = self.predictor.predict_params(prompts)
-            mu += list(np.asarray(pm, float))
-            sg += list(np.asarray(ps, float))
+            pm, ps = np.asarray(pm, float), np.asarray(ps, float)
+            if pm.shape != (len(prompts),) or ps.shape != (len(prompts),):
+                raise ValueError(f"predictor.predict_params returned shapes {pm.shape}, {ps.shape} for "
+                                 f"{len(prompts)} prompts")
+            mu += list(pm)
+            sg += list(ps)
         idx = need_params + need_pred
         if idx:
             family = getattr(self.predictor, "family", "logt") if need_pred else "logt"
@@ -274,7 +318,8 @@ class TIEQueue(_HeapQueue):
         if self.starvation is None:
             return s
         wait = max(0.0, now - float(self._live[rid].arrival))
-        return float(starvation_decay(s, wait, *self.starvation))
+        g, tau = self.starvation
+        return s * g ** (wait / tau)  # starvation_decay (validated parameters, scalar fast path)
 
     def score(self, request: Request) -> float:
         """The request's TIE score (without decay); KeyError if it was never added."""
@@ -282,6 +327,7 @@ class TIEQueue(_HeapQueue):
 
     def add(self, request: Request) -> None:
         """Enqueue; a request seen before (e.g. preempted) keeps its score, a new one is scored now."""
+        _check_request(request)
         if request.id in self._live:
             raise ValueError(f"request {request.id!r} is already in the queue")
         now = self.clock()
@@ -326,8 +372,13 @@ class TIEQueue(_HeapQueue):
     def refresh(self) -> None:
         """Re-key every waiting request with its current effective (decayed) score and re-heapify."""
         now = self.clock()
-        self._heap = [(self._effective(rid, now), float(r.arrival), self._version[rid], rid)
-                      for rid, r in self._live.items()]
+        ids = list(self._live)
+        arr = np.fromiter((self._live[rid].arrival for rid in ids), float, len(ids))
+        key = np.fromiter((self._score[rid] for rid in ids), float, len(ids))
+        if self.starvation is not None:  # starvation_decay over the whole queue at once
+            g, tau = self.starvation
+            key = key * np.power(g, np.maximum(0.0, now - arr) / tau)
+        self._heap = [(k, a, self._version[rid], rid) for k, a, rid in zip(key.tolist(), arr.tolist(), ids)]
         heapq.heapify(self._heap)
         self._last_rebuild = now
 
@@ -355,3 +406,8 @@ class TIEQueue(_HeapQueue):
     def priority(self, request: Request) -> tuple:
         """Static TIE score (no decay) then arrival: the engine preempts the largest."""
         return (self._score.get(request.id, float(self.max_tokens)), float(request.arrival))
+
+
+def _check_request(request: Any) -> None:
+    if not isinstance(request, Request):
+        raise TypeError(f"request must be a Request, got {type(request).__name__}")

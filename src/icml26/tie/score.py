@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from icml26.common.validation import check_array, check_choice, check_float, check_int
 from icml26.tie.dist import LogNormal, LogT, _check_alpha
 
 __all__ = ["tie_score", "tie_terms", "adaptive_beta", "starvation_decay"]
@@ -24,16 +25,24 @@ def tie_terms(mu, sigma, alpha: float = 0.9, nu: float = 3.5, max_tokens: int = 
     Computing both once lets a queue re-weight them with a new β cheaply: TIE = mean + β·cvar.
     family: "logt" (default, ν = nu) or "lognormal" (ablation).
     """
-    _check_alpha(alpha)
-    if not np.isscalar(max_tokens) or max_tokens < 1:
-        raise ValueError(f"max_tokens must be a scalar >= 1, got {max_tokens!r}")
+    alpha = _check_alpha(alpha)
+    max_tokens = check_float(max_tokens, "max_tokens", min=1.0)
+    check_choice(family, "family", ("logt", "lognormal"))
     if family == "logt":
         d = LogT(mu, sigma, nu=nu, max_tokens=max_tokens)
-    elif family == "lognormal":
-        d = LogNormal(mu, sigma, max_tokens=max_tokens)
     else:
-        raise ValueError(f"family must be 'logt' or 'lognormal', got {family!r}")
+        d = LogNormal(mu, sigma, max_tokens=max_tokens)
     return d.censored_mean(), d.cvar(alpha)
+
+
+def _check_beta(beta) -> np.ndarray:
+    if isinstance(beta, str):
+        raise TypeError(f"beta must be a number (or an array of numbers) >= 0, got the str {beta!r}; for the "
+                        "adaptive tail weight of Eq. 12 pass adaptive_beta(queue_len, max_num_seqs)")
+    b = check_array(beta, "beta")
+    if np.any(b < 0):
+        raise ValueError(f"beta must be >= 0, got {beta!r}")
+    return b
 
 
 def tie_score(mu, sigma, alpha: float = 0.9, beta: float = 0.1, nu: float = 3.5, max_tokens: int = 2048,
@@ -49,11 +58,13 @@ def tie_score(mu, sigma, alpha: float = 0.9, beta: float = 0.1, nu: float = 3.5,
     Returns:
         scores with values in [1, (1 + beta)·L].
     """
-    beta_arr = np.asarray(beta, dtype=float)
-    if np.any(~np.isfinite(beta_arr)) or np.any(beta_arr < 0):
-        raise ValueError(f"beta must be finite and >= 0, got {beta!r}")
+    beta_arr = _check_beta(beta)
     mean, cvar = tie_terms(mu, sigma, alpha=alpha, nu=nu, max_tokens=max_tokens, family=family)
-    return mean + beta_arr * cvar
+    try:
+        return mean + beta_arr * cvar
+    except ValueError:
+        raise ValueError(f"beta (shape {beta_arr.shape}) must broadcast against mu/sigma (shape {mean.shape})"
+                         ) from None
 
 
 def adaptive_beta(queue_len: int, max_num_seqs: int, base: float = 0.1, lo: float = 0.1,
@@ -63,14 +74,13 @@ def adaptive_beta(queue_len: int, max_num_seqs: int, base: float = 0.1, lo: floa
     A long waiting queue (many requests per batch slot) makes a long request more costly to everyone behind it,
     so the tail weight grows with queue pressure. Evaluated when the score is computed (prediction time).
     """
-    if not isinstance(max_num_seqs, (int, np.integer)) or isinstance(max_num_seqs, bool):
-        raise TypeError(f"max_num_seqs must be an int, got {type(max_num_seqs).__name__}")
-    if max_num_seqs <= 0:
-        raise ValueError(f"max_num_seqs must be > 0, got {max_num_seqs}")
-    if queue_len < 0:
-        raise ValueError(f"queue_len must be >= 0, got {queue_len}")
-    if not 0 <= lo <= hi:
-        raise ValueError(f"need 0 <= lo <= hi, got lo={lo}, hi={hi}")
+    max_num_seqs = check_int(max_num_seqs, "max_num_seqs", min=1)
+    queue_len = check_int(queue_len, "queue_len", min=0)
+    base = check_float(base, "base", min=0.0)
+    lo = check_float(lo, "lo", min=0.0)
+    hi = check_float(hi, "hi", min=0.0)
+    if lo > hi:
+        raise ValueError(f"need lo <= hi, got lo={lo}, hi={hi}")
     return float(min(hi, max(lo, base * queue_len / max_num_seqs)))
 
 
@@ -83,12 +93,22 @@ def starvation_decay(score, wait_s, gamma: float = 0.9, tau: float = 30.0):
         gamma: decay per tau seconds, in (0, 1] (1 disables the decay).
         tau: time constant in seconds (> 0).
     """
-    if not (np.isscalar(gamma) and 0 < gamma <= 1):
-        raise ValueError(f"gamma must be in (0, 1], got {gamma!r}")
-    if not (np.isscalar(tau) and tau > 0):
-        raise ValueError(f"tau must be > 0, got {tau!r}")
-    w = np.asarray(wait_s, dtype=float)
+    gamma, tau = check_decay(gamma, tau)
+    w = check_array(wait_s, "wait_s", min_size=0)
     if np.any(w < 0):
         raise ValueError("wait_s must be >= 0")
-    out = np.asarray(score, dtype=float) * np.power(gamma, w / tau)
+    s = check_array(score, "score", min_size=0)
+    if np.any(s < 0):
+        raise ValueError("score must be >= 0")
+    try:
+        out = s * np.power(gamma, w / tau)
+    except ValueError:
+        raise ValueError(f"score (shape {s.shape}) and wait_s (shape {w.shape}) must broadcast") from None
     return float(out) if out.ndim == 0 else out
+
+
+def check_decay(gamma, tau) -> tuple[float, float]:
+    """Validated (gamma in (0, 1], tau > 0) of the starvation decay."""
+    gamma = check_float(gamma, "gamma", min=0.0, max=1.0, min_open=True)
+    tau = check_float(tau, "tau", min=0.0, min_open=True)
+    return gamma, tau

@@ -30,10 +30,11 @@ from typing import Any
 
 import numpy as np
 
+from icml26.common.validation import check_array, check_choice, check_float, check_int
 from icml26.tie.sched import Request
 
 __all__ = ["EngineConfig", "StepTimeModel", "Workload", "Metrics", "ServingSimulator", "poisson_arrivals",
-           "offline_batch", "capacity_rps"]
+           "piecewise_poisson_arrivals", "offline_batch", "capacity_rps"]
 
 
 @dataclass
@@ -48,13 +49,10 @@ class EngineConfig:
 
     def __post_init__(self) -> None:
         for name in ("max_num_seqs", "kv_capacity_tokens", "block_size", "max_num_batched_tokens"):
-            v = getattr(self, name)
-            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
-                raise ValueError(f"{name} must be a positive int, got {v!r}")
+            setattr(self, name, check_int(getattr(self, name), name, min=1))
         if self.kv_capacity_tokens < self.block_size:
             raise ValueError("kv_capacity_tokens must hold at least one block")
-        if self.preemption != "recompute":
-            raise ValueError(f"preemption must be 'recompute' (swap is not modelled), got {self.preemption!r}")
+        check_choice(self.preemption, "preemption (swap is not modelled)", ("recompute",))
 
     @property
     def num_blocks(self) -> int:
@@ -76,9 +74,7 @@ class StepTimeModel:
 
     def __post_init__(self) -> None:
         for name in ("c0", "c_prefill", "c_decode", "c_ctx"):
-            v = getattr(self, name)
-            if not np.isfinite(v) or v < 0:
-                raise ValueError(f"{name} must be finite and >= 0, got {v!r}")
+            setattr(self, name, check_float(getattr(self, name), name, min=0.0))
         if self.c0 + self.c_decode + self.c_prefill <= 0:
             raise ValueError("step time must be positive: c0 + c_prefill + c_decode > 0")
 
@@ -92,10 +88,14 @@ class StepTimeModel:
         """Non-negative least squares calibration from measured steps (arrays of equal length >= 4)."""
         from scipy.optimize import nnls
 
-        X = np.column_stack([np.ones(len(seconds)), prefill_tokens, n_decodes, context_tokens]).astype(float)
-        y = np.asarray(seconds, dtype=float)
-        if X.shape[0] != y.shape[0] or y.shape[0] < 4:
-            raise ValueError("prefill_tokens, n_decodes, context_tokens and seconds need equal length >= 4")
+        cols = [check_array(v, name, ndim=1) for v, name in ((prefill_tokens, "prefill_tokens"),
+                                                             (n_decodes, "n_decodes"),
+                                                             (context_tokens, "context_tokens"))]
+        y = check_array(seconds, "seconds", ndim=1)
+        if any(len(c) != len(y) for c in cols) or len(y) < 4:
+            raise ValueError("prefill_tokens, n_decodes, context_tokens and seconds need equal length >= 4, got "
+                             f"{[len(c) for c in cols] + [len(y)]}")
+        X = np.column_stack([np.ones(len(y)), *cols])
         coef, _ = nnls(X, y)
         return cls(*map(float, coef))
 
@@ -121,27 +121,36 @@ class Workload:
     max_tokens: int = 2048
 
     def __post_init__(self) -> None:
-        self.prompt_len = np.asarray(self.prompt_len, dtype=np.int64)
-        self.true_len = np.asarray(self.true_len, dtype=np.int64)
-        self.arrival = np.asarray(self.arrival, dtype=float)
+        # sizes are integers: 3.7 tokens is refused, never truncated; NaN/inf refused
+        self.true_len = check_array(self.true_len, "true_len", ndim=1, dtype=np.int64)
+        self.prompt_len = check_array(self.prompt_len, "prompt_len", ndim=1, dtype=np.int64)
+        self.arrival = check_array(self.arrival, "arrival", ndim=1)
         n = len(self.true_len)
-        if n == 0:
-            raise ValueError("workload must have at least one request")
         if self.prompt_len.shape != (n,) or self.arrival.shape != (n,):
-            raise ValueError("prompt_len, true_len and arrival must be 1-D arrays of the same length")
-        if self.max_tokens < 1:
-            raise ValueError(f"max_tokens must be >= 1, got {self.max_tokens}")
+            raise ValueError("prompt_len, true_len and arrival must be 1-D arrays of the same length, got "
+                             f"{self.prompt_len.shape}, {self.true_len.shape}, {self.arrival.shape}")
+        self.max_tokens = check_int(self.max_tokens, "max_tokens", min=1)
         if np.any(self.true_len < 1) or np.any(self.true_len > self.max_tokens):
             raise ValueError(f"true_len must be in [1, max_tokens={self.max_tokens}] (negative/zero lengths "
                              "are invalid)")
         if np.any(self.prompt_len < 1):
             raise ValueError("prompt_len must be >= 1")
-        if np.any(~np.isfinite(self.arrival)) or np.any(self.arrival < 0):
-            raise ValueError("arrival must be finite and >= 0")
-        if self.prompts is not None and len(self.prompts) != n:
-            raise ValueError("prompts must have one entry per request")
-        if self.features is not None and len(self.features) != n:
-            raise ValueError("features must have one dict per request")
+        if np.any(self.arrival < 0):
+            raise ValueError("arrival must be >= 0")
+        if self.prompts is not None:
+            if isinstance(self.prompts, str):
+                raise TypeError("prompts must be a list of str (one per request), got a single str")
+            self.prompts = list(self.prompts)
+            if len(self.prompts) != n:
+                raise ValueError(f"prompts must have one entry per request ({n}), got {len(self.prompts)}")
+            if not all(isinstance(p, str) for p in self.prompts):
+                raise TypeError("prompts must contain only str")
+        if self.features is not None:
+            self.features = list(self.features)
+            if len(self.features) != n:
+                raise ValueError(f"features must have one dict per request ({n}), got {len(self.features)}")
+            if not all(isinstance(f, dict) for f in self.features):
+                raise TypeError("features must be a list of dicts")
 
     def __len__(self) -> int:
         return len(self.true_len)
@@ -159,37 +168,67 @@ class Workload:
                 for i in range(len(self))]
 
 
+_MAX_REQUESTS = 10**8  # a larger trace would not fit in memory: refused with a clear error instead
+
+
 def poisson_arrivals(n: int, rate: float, rng: np.random.Generator | int | None = None) -> np.ndarray:
     """(n,) arrival times (s) of a Poisson process with `rate` requests/s, starting at 0."""
-    if int(n) < 1:
-        raise ValueError(f"n must be >= 1, got {n}")
-    if not rate > 0:
-        raise ValueError(f"rate must be > 0 requests/s, got {rate}")
+    n = check_int(n, "n", min=1, max=_MAX_REQUESTS)
+    rate = check_float(rate, "rate (requests/s)", min=0.0, min_open=True)
     rng = np.random.default_rng(rng)
-    gaps = rng.exponential(1.0 / rate, size=int(n))
+    gaps = rng.exponential(1.0 / rate, size=n)
     gaps[0] = 0.0
     return np.cumsum(gaps)
 
 
+def piecewise_poisson_arrivals(rates: Sequence[float], durations: Sequence[float],
+                               rng: np.random.Generator | int | None = None) -> np.ndarray:
+    """Arrival times (s) of a Poisson process whose rate is `rates[i]` requests/s during the i-th of consecutive
+    windows of `durations[i]` seconds, starting at 0 (e.g. a burst above capacity followed by a quieter tail).
+
+    The number of arrivals is random; the first arrival is at t = 0 (as `poisson_arrivals`). Each window's
+    arrivals are its own Poisson process (memoryless, so this is exact for the piecewise-constant rate).
+    """
+    r = check_array(rates, "rates", ndim=1)
+    d = check_array(durations, "durations", ndim=1)
+    if r.shape != d.shape:
+        raise ValueError(f"rates and durations must have the same length, got {len(r)} and {len(d)}")
+    if np.any(r <= 0):
+        raise ValueError("rates must be > 0 requests/s")
+    if np.any(d <= 0):
+        raise ValueError("durations must be > 0 s")
+    rng = np.random.default_rng(rng)
+    out, start = [np.zeros(1)], 0.0
+    for rate, dur in zip(r, d):
+        n = int(rng.poisson(rate * dur))
+        if n > _MAX_REQUESTS:
+            raise ValueError(f"rates x durations give {n} arrivals, more than {_MAX_REQUESTS}")
+        out.append(np.sort(start + dur * rng.random(n)))  # Poisson count, uniform order statistics
+        start += dur
+    return np.concatenate(out)
+
+
 def offline_batch(n: int) -> np.ndarray:
     """(n,) zeros: every request is present at t = 0 (offline batch generation)."""
-    if int(n) < 1:
-        raise ValueError(f"n must be >= 1, got {n}")
-    return np.zeros(int(n))
+    return np.zeros(check_int(n, "n", min=1, max=_MAX_REQUESTS))
 
 
 def capacity_rps(mean_len: float, config: EngineConfig | None = None, step: StepTimeModel | None = None) -> float:
     """Approximate service capacity (requests/s) = B / (c0 + c_decode·B) / mean output length (spec §6)."""
     config, step = config or EngineConfig(), step or StepTimeModel()
-    if not mean_len > 0:
-        raise ValueError(f"mean_len must be > 0, got {mean_len}")
+    mean_len = check_float(mean_len, "mean_len", min=0.0, min_open=True)
     B = config.max_num_seqs
     return B / (step.c0 + step.c_decode * B) / mean_len
 
 
 @dataclass
 class Metrics:
-    """Serving metrics of one run (seconds unless stated). Per-request arrays are kept for CDFs."""
+    """Serving metrics of one run (seconds unless stated). Per-request arrays are kept for CDFs.
+
+    `out_len` is the workload's output length of each request (the denominator of per-token latency);
+    `emitted` (n,) counts the tokens the engine loop actually produced per request and `tokens_generated` sums
+    the tokens emitted step by step (running decodes + first tokens), two independent tallies of the same work.
+    """
 
     arrival: np.ndarray
     first_token: np.ndarray
@@ -199,6 +238,8 @@ class Metrics:
     recomputed_tokens: int = 0
     n_steps: int = 0
     peak_kv_blocks: int = 0
+    emitted: np.ndarray | None = None
+    tokens_generated: int = 0
     summary: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -213,6 +254,7 @@ class Metrics:
             "token_throughput": float(self.out_len.sum() / makespan) if makespan > 0 else float("inf"),
             "request_throughput": float(len(self.out_len) / makespan) if makespan > 0 else float("inf"),
             "makespan": makespan, "n_preemptions": int(self.n_preemptions),
+            "tokens_generated": int(self.tokens_generated),
             "recomputed_tokens": int(self.recomputed_tokens), "n_steps": int(self.n_steps),
             "peak_kv_blocks": int(self.peak_kv_blocks),
         }
@@ -245,8 +287,10 @@ class ServingSimulator:
         queue: a `WaitingQueue`; if it has a `clock` attribute it is set to the simulator's virtual clock.
         step_time: StepTimeModel.
         fast: advance identical steps in closed form (exact; False = one step per loop, for checking).
-    Usage: `metrics = ServingSimulator(EngineConfig(), FCFSQueue()).run(workload)`; a simulator instance runs
-    one workload (the queue keeps per-request state).
+    Usage: `metrics = ServingSimulator(EngineConfig(), FCFSQueue()).run(workload)`. Each `run` starts from an
+    empty engine and a fresh queue: a queue with a `reset()` method (every queue of `tie.sched`) is reset first,
+    so one simulator (or one queue) can serve several workloads; a queue without `reset()` must be empty and is
+    refused for a second run, since per-request state it keeps (scores by request id) would silently mix runs.
     """
 
     def __init__(self, config: EngineConfig, queue, step_time: StepTimeModel | None = None,
@@ -256,10 +300,13 @@ class ServingSimulator:
         for meth in ("add", "pop", "peek", "priority", "__len__"):
             if not hasattr(queue, meth):
                 raise TypeError(f"queue must implement the WaitingQueue protocol (missing {meth})")
+        if step_time is not None and not isinstance(step_time, StepTimeModel):
+            raise TypeError(f"step_time must be a StepTimeModel, got {type(step_time).__name__}")
         self.config, self.queue = config, queue
         self.step_time = step_time or StepTimeModel()
         self.fast = bool(fast)
         self.now = 0.0
+        self._used_without_reset = False
         if hasattr(queue, "clock"):
             queue.clock = self.clock
 
@@ -271,6 +318,15 @@ class ServingSimulator:
         cfg, st, q = self.config, self.step_time, self.queue
         if not isinstance(workload, Workload):
             raise TypeError(f"workload must be a Workload, got {type(workload).__name__}")
+        if callable(getattr(q, "reset", None)):
+            q.reset()
+        else:
+            if len(q) > 0:
+                raise ValueError(f"queue holds {len(q)} request(s) before the run: pass an empty queue")
+            if self._used_without_reset:
+                raise ValueError("this queue has no reset() and already served a run of this simulator: pass a "
+                                 "fresh queue (its per-request state would mix the two runs)")
+            self._used_without_reset = True
         bs, nblocks, B = cfg.block_size, cfg.num_blocks, cfg.max_num_seqs
         P, T = workload.prompt_len, workload.true_len
         need_total = -(-(P + T) // bs)
@@ -289,7 +345,7 @@ class ServingSimulator:
         running: list[int] = []
         free = nblocks
         peak = 0
-        n_pre = recomputed = steps = 0
+        n_pre = recomputed = steps = emitted_total = 0
         done = 0
         nxt = 0
         self.now = float(arr[order[0]])
@@ -368,6 +424,7 @@ class ServingSimulator:
                     nxt += 1
                 self.now = now
             peak = max(peak, nblocks - free)
+            emitted_total += m * nr + len(admitted)
             if nr:
                 gen[R] += m
             if admitted:
@@ -401,7 +458,8 @@ class ServingSimulator:
                         n_pre += k
                         peak = max(peak, nblocks - free)
         return Metrics(arrival=arr.copy(), first_token=first, finish=finish, out_len=T.astype(float),
-                       n_preemptions=n_pre, recomputed_tokens=recomputed, n_steps=steps, peak_kv_blocks=peak)
+                       n_preemptions=n_pre, recomputed_tokens=recomputed, n_steps=steps, peak_kv_blocks=peak,
+                       emitted=gen.copy(), tokens_generated=emitted_total)
 
     def _allocate_or_preempt(self, running, reqs, blocks, gen, P, free):
         """vLLM v1 order: serve running requests by priority; when one needs a block and none is free, preempt
