@@ -10,6 +10,15 @@ parity); (4) every (workload, seed, load, KV) cell simulates all policies on the
 
 Policies: fcfs, ssjf, ssjf16, ltr, ltr16, sjf_median (e^μ), sjf_mean (TIE β=0, no starvation), tie (adaptive β,
 starvation on), tie_nostarv, oracle. Loads ρ are fractions of capacity_rps(mean training length).
+
+Starvation workload (claim C4): at the stationary loads of spec §6 the longest wait (29-108 s) is far below the
+wait w* ≈ τ·ln(s_long/s_ref)/ln(1/γ) ≈ 650-1200 s after which a decayed long request overtakes fresh short ones,
+so the decay can hardly act there (those numbers are kept as context). C4 is measured on a W2 burst instead:
+Poisson arrivals at `starve_load_high` × capacity for `starve_window_s` seconds, then `starve_load_low` × capacity
+for `starve_tail_s` seconds, prompts drawn with replacement from the seed's W2 test prompts (their predictions
+are reused; each request gets a fresh W2 length). Without decay the longest-scored requests then wait for the
+whole backlog; the run reports that wait against w* so a reader sees whether the workload is in the regime the
+claim is about.
 """
 
 from __future__ import annotations
@@ -19,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from icml26.common.validation import (check_choice, check_float, check_int, check_seed,
+                                     require_keys)
 from icml26.results import Claim, Result
 
 SLUG = "tie"
@@ -31,11 +42,13 @@ _BASE: dict[str, Any] = {
     "encoder": "minilm", "encoder_path": "", "epochs": 20, "lr": 1e-3, "batch_size": 32,
     "smollm2": "cache", "smollm2_prompts": 24, "smollm2_k": 8, "smollm2_max_new_tokens": 256, "workers": 0,
     "device": "cpu",
+    "starve_load_high": 1.25, "starve_window_s": 1200.0, "starve_load_low": 0.6, "starve_tail_s": 1200.0,
 }
 
 CONFIGS: dict[str, dict[str, Any]] = {
     "smoke": {**_BASE, "n_seeds": 1, "n_train": 160, "n_test": 200, "loads": [0.95], "kv_tokens": [60000],
-              "encoder": "hashing", "epochs": 2, "smollm2": "off", "workers": 1},
+              "encoder": "hashing", "epochs": 2, "smollm2": "off", "workers": 1, "starve_window_s": 40.0,
+              "starve_tail_s": 40.0},
     "small": dict(_BASE),
     # GPU configuration toward the paper (not run in CI): more data and samples, a fine-tunable HF encoder
     # given as a local path (e.g. DeBERTa-v3-base weights), 5 seeds, real SmolLM2 traces computed if missing.
@@ -45,10 +58,103 @@ CONFIGS: dict[str, dict[str, Any]] = {
               "smollm2": "compute", "smollm2_prompts": 32, "smollm2_k": 32, "smollm2_max_new_tokens": 1024},
 }
 
+CONFIG_HELP: dict[str, str] = {
+    "seed": "base seed (train data, test sets, arrivals derive from it)",
+    "n_seeds": "test sets / arrival streams per cell (seeds seed..seed+n_seeds-1)",
+    "n_train": "training prompts (>= 16: the ListMLE lists hold 16)",
+    "k": "length samples per training prompt (TIE targets; the 1-sample baselines use the first)",
+    "n_test": "fresh test prompts (= requests) per seed",
+    "workloads": "length generators: W1 (log-t ground truth), W2 (log-normal + runaways); C3 needs W1, C4 W2",
+    "loads": "online loads rho as fractions of capacity_rps(mean training length)",
+    "kv_tokens": "KV-cache sizes in tokens (max = ample, others = memory pressure)",
+    "max_num_seqs": "B, max running requests per step (vLLM --max-num-seqs)",
+    "block_size": "KV block size in tokens",
+    "max_num_batched_tokens": "token budget per engine step (prefill + decodes)",
+    "c0": "step time constant, seconds", "c_prefill": "seconds per prefill token",
+    "c_decode": "seconds per running decode", "c_ctx": "seconds per context token of the decodes",
+    "alpha": "CVaR level of the TIE score (Eq. 11)",
+    "gamma": "starvation decay per tau (section 5)", "tau": "starvation decay time constant, seconds",
+    "rebuild_every_s": "TIE heap re-key period, seconds",
+    "max_tokens": "L, generation cap and censoring point, tokens (>= 2048: the generators cap at 2048)",
+    "nu": "Student-t degrees of freedom of the log-t model",
+    "encoder": "prompt encoder: minilm | hashing | hf", "encoder_path": "local path of the HF encoder (hf)",
+    "epochs": "predictor training epochs", "lr": "predictor learning rate (frozen encoder, head only)",
+    "batch_size": "predictor minibatch size (LTR: batch_size // 16 lists)",
+    "smollm2": "real SmolLM2 lengths: cache | compute | off",
+    "smollm2_prompts": "SmolLM2 prompts", "smollm2_k": "SmolLM2 samples per prompt",
+    "smollm2_max_new_tokens": "SmolLM2 generation cap, tokens",
+    "workers": "parallel single-thread processes (0 = default)", "device": "torch device of the predictors",
+    "starve_load_high": "C4 burst: load (fraction of capacity) during the overload window",
+    "starve_window_s": "C4 burst: overload window, seconds",
+    "starve_load_low": "C4 burst: load after the window", "starve_tail_s": "C4 burst: tail after the window, s",
+    "scale": "smoke | small | paper (set by the CLI)",
+}
+
+# measured under the shared lock on 2 cores (docs/tie.md); paper: a rough GPU estimate
+EXPECTED_RUNTIME_S = {"smoke": 15, "small": 190, "paper": 7200}
+
 POLICIES = ["fcfs", "ssjf", "ssjf16", "ltr", "ltr16", "sjf_median", "sjf_mean", "tie", "tie_nostarv", "oracle"]
 LABELS = {"fcfs": "FCFS", "ssjf": "SSJF (1 sample)", "ssjf16": "SSJF (16 samples)", "ltr": "LTR (1 sample)",
           "ltr16": "LTR (16 samples)", "sjf_median": "SJF-median", "sjf_mean": "SJF-mean (β=0)",
           "tie": "TIE", "tie_nostarv": "TIE (no starvation)", "oracle": "Oracle SJF"}
+
+
+def validate_config(config: dict[str, Any]) -> None:
+    """Raise ValueError/TypeError naming the first bad key of `config` (called by the CLI before any compute
+    and by `run`)."""
+    require_keys(config, [k for k in _BASE], "config")
+    c = config
+    check_seed(c["seed"], "seed")
+    check_int(c["n_seeds"], "n_seeds", min=1)
+    check_int(c["n_train"], "n_train", min=16)
+    check_int(c["k"], "k", min=1)
+    check_int(c["n_test"], "n_test", min=2)
+    for key, choices in (("workloads", ("W1", "W2")),):
+        v = c[key]
+        if isinstance(v, str) or not isinstance(v, (list, tuple)) or not v:
+            raise TypeError(f"{key} must be a non-empty list drawn from {choices}, got {v!r}")
+        for w in v:
+            check_choice(w, key, choices)
+        if len(set(v)) != len(v):
+            raise ValueError(f"{key} has duplicates: {v!r}")
+    for key in ("loads", "kv_tokens"):
+        v = c[key]
+        if isinstance(v, str) or not isinstance(v, (list, tuple)) or not v:
+            raise TypeError(f"{key} must be a non-empty list, got {v!r}")
+        if len(set(v)) != len(v):
+            raise ValueError(f"{key} has duplicates: {v!r}")
+    for i, ld in enumerate(c["loads"]):
+        check_float(ld, f"loads[{i}]", min=0.0, min_open=True)
+    for key in ("max_num_seqs", "block_size", "max_num_batched_tokens"):
+        check_int(c[key], key, min=1)
+    for i, kv in enumerate(c["kv_tokens"]):
+        check_int(kv, f"kv_tokens[{i}]", min=int(c["block_size"]))
+    for key in ("c0", "c_prefill", "c_decode", "c_ctx"):
+        check_float(c[key], key, min=0.0)
+    check_float(c["alpha"], "alpha", min=0.0, max=1.0, min_open=True, max_open=True)
+    check_float(c["gamma"], "gamma", min=0.0, max=1.0, min_open=True)
+    check_float(c["tau"], "tau", min=0.0, min_open=True)
+    check_float(c["rebuild_every_s"], "rebuild_every_s", min=0.0, min_open=True)
+    check_int(c["max_tokens"], "max_tokens", min=2048)
+    check_float(c["nu"], "nu", min=0.0, min_open=True)
+    check_choice(c["encoder"], "encoder", ("minilm", "hashing", "hf"))
+    if not isinstance(c["encoder_path"], str):
+        raise TypeError(f"encoder_path must be a str, got {type(c['encoder_path']).__name__}")
+    if c["encoder"] == "hf" and not c["encoder_path"]:
+        raise ValueError("encoder_path must name a local HF encoder when encoder='hf'")
+    check_int(c["epochs"], "epochs", min=1)
+    check_float(c["lr"], "lr", min=0.0, min_open=True)
+    check_int(c["batch_size"], "batch_size", min=1)
+    check_choice(c["smollm2"], "smollm2", ("cache", "compute", "off"))
+    for key in ("smollm2_prompts", "smollm2_k", "smollm2_max_new_tokens"):
+        check_int(c[key], key, min=1)
+    check_int(c["workers"], "workers", min=0)
+    if not isinstance(c["device"], str):
+        raise TypeError(f"device must be a str, got {type(c['device']).__name__}")
+    for key in ("starve_load_high", "starve_window_s", "starve_load_low", "starve_tail_s"):
+        check_float(c[key], key, min=0.0, min_open=True)
+    if "scale" in c:
+        check_choice(c["scale"], "scale", ("smoke", "small", "paper"))
 
 
 # ----------------------------------------------------------------------------------------------- data
@@ -172,6 +278,77 @@ def _sim_job(cfg: dict[str, Any], workload: str, seed_idx: int, load: float | No
     return out
 
 
+STARVE_POLICIES = ["fcfs", "tie", "tie_nostarv"]
+
+
+def _starve_workload(cfg: dict[str, Any], d: dict[str, Any], tie_pred: dict[str, np.ndarray], seed_idx: int,
+                     mean_len: float) -> dict[str, Any]:
+    """The C4 burst of one seed (W2): arrivals, prompt lengths, fresh lengths and the TIE features."""
+    from icml26.tie.data import PromptSet, sample_lengths
+    from icml26.tie.sim import EngineConfig, StepTimeModel, capacity_rps, piecewise_poisson_arrivals
+
+    ec = EngineConfig(max_num_seqs=cfg["max_num_seqs"], kv_capacity_tokens=max(cfg["kv_tokens"]),
+                      block_size=cfg["block_size"], max_num_batched_tokens=cfg["max_num_batched_tokens"])
+    st = StepTimeModel(cfg["c0"], cfg["c_prefill"], cfg["c_decode"], cfg["c_ctx"])
+    cap = capacity_rps(mean_len, ec, st)
+    rng = np.random.default_rng([60_000 + int(cfg["seed"]), seed_idx])
+    arr = piecewise_poisson_arrivals([cfg["starve_load_high"] * cap, cfg["starve_load_low"] * cap],
+                                     [cfg["starve_window_s"], cfg["starve_tail_s"]], rng)
+    te = d["tests"][seed_idx]
+    idx = rng.integers(0, len(te), len(arr))
+    sub = PromptSet([te.prompts[i] for i in idx], te.family[idx], te.mu[idx], te.sigma[idx], te.prompt_len[idx])
+    true_len = sample_lengths(sub, 1, rng, "W2")[:, 0]
+    feats = {k: np.asarray(tie_pred[k])[idx] for k in ("mu", "sigma", "tie_mean", "tie_cvar")}
+    return {"arrival": arr, "prompt_len": sub.prompt_len, "true_len": true_len, "tie": feats,
+            "capacity_rps": cap}
+
+
+def wait_to_overtake(score_long, score_ref, gamma: float, tau: float) -> float:
+    """w* = tau·ln(score_long/score_ref)/ln(1/gamma): the wait (s) after which the decayed score of a request of
+    TIE score `score_long` falls below a fresh request's `score_ref` (0 if already below; inf if gamma = 1)."""
+    ratio = float(score_long) / float(score_ref)
+    if ratio <= 1:
+        return 0.0
+    if gamma >= 1:
+        return float("inf")
+    return float(tau * np.log(ratio) / np.log(1.0 / gamma))
+
+
+def _dispatch(kind: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    return {"sim": _sim_job, "starve": _starve_job}[kind](**kwargs)
+
+
+def _starve_job(cfg: dict[str, Any], seed_idx: int, burst: dict[str, Any], keep_arrays: bool) -> dict[str, Any]:
+    """Simulate the C4 burst with FCFS, TIE and TIE without starvation prevention (ample KV)."""
+    from icml26.tie.sim import EngineConfig, ServingSimulator, StepTimeModel, Workload
+
+    ec = EngineConfig(max_num_seqs=cfg["max_num_seqs"], kv_capacity_tokens=max(cfg["kv_tokens"]),
+                      block_size=cfg["block_size"], max_num_batched_tokens=cfg["max_num_batched_tokens"])
+    st = StepTimeModel(cfg["c0"], cfg["c_prefill"], cfg["c_decode"], cfg["c_ctx"])
+    t = burst["tie"]
+    feats = [{"tie_mean": float(m), "tie_cvar": float(c)} for m, c in zip(t["tie_mean"], t["tie_cvar"])]
+    wl = Workload(burst["prompt_len"], burst["true_len"], burst["arrival"], features=feats,
+                  max_tokens=cfg["max_tokens"])
+    # w*: a request at the 99th (90th) percentile of the TIE score (beta = 0.5: a long queue caps Eq. 12) overtakes
+    # a fresh request of median score after w* seconds
+    score = np.asarray(t["tie_mean"]) + 0.5 * np.asarray(t["tie_cvar"])
+    q50, q90, q99 = np.percentile(score, [50, 90, 99])
+    out: dict[str, Any] = {"seed_idx": seed_idx, "n_requests": len(wl), "capacity_rps": burst["capacity_rps"],
+                           "w_star_p99_s": wait_to_overtake(q99, q50, cfg["gamma"], cfg["tau"]),
+                           "w_star_p90_s": wait_to_overtake(q90, q50, cfg["gamma"], cfg["tau"]), "policies": {}}
+    for pol in STARVE_POLICIES:
+        t0 = time.perf_counter()
+        m = ServingSimulator(ec, _queue(pol, cfg, {"tie": t}, burst["true_len"]), st).run(wl)
+        wait = m.first_token - m.arrival
+        rec: dict[str, Any] = dict(m.summary, sim_s=time.perf_counter() - t0, wait_max=float(wait.max()),
+                                   wait_p99=float(np.percentile(wait, 99)))
+        if keep_arrays:
+            rec["arrival"] = m.arrival.astype(np.float32)
+            rec["wait"] = wait.astype(np.float32)
+        out["policies"][pol] = rec
+    return out
+
+
 # ----------------------------------------------------------------------------------------------- analysis
 def _c3(cfg, d, tie_preds, ln_preds) -> dict[str, Any]:
     """Coverage of the predicted central 80% interval, held-out NLL log-t vs log-normal, Spearman (W1)."""
@@ -241,6 +418,7 @@ def run(config: dict[str, Any]) -> Result:
     from icml26.common.parallel import default_workers, run_parallel
     from icml26.common.seeding import seed_everything
 
+    validate_config(config)
     cfg = dict(config)
     cfg.setdefault("scale", "small")
     seed_everything(int(cfg["seed"]))
@@ -273,6 +451,12 @@ def run(config: dict[str, Any]) -> Result:
 
     t0 = time.perf_counter()
     sim_jobs = []
+    if "W2" in cfg["workloads"]:  # C4 bursts first: the longest jobs
+        d2 = data["W2"]
+        for si in range(cfg["n_seeds"]):
+            burst = _starve_workload(cfg, d2, preds[("W2", "tie")]["preds"][si], si, float(d2["train_len"].mean()))
+            sim_jobs.append({"kind": "starve", "kwargs": {"cfg": cfg, "seed_idx": si, "burst": burst,
+                                                           "keep_arrays": si == 0}})
     for w in cfg["workloads"]:
         d = data[w]
         mean_len = float(d["train_len"].mean())
@@ -283,13 +467,23 @@ def run(config: dict[str, Any]) -> Result:
             for load in cfg["loads"]:
                 for kv in cfg["kv_tokens"]:
                     keep = si == 0 and load == max(cfg["loads"]) and kv == max(cfg["kv_tokens"])
-                    sim_jobs.append({**base, "load": load, "kv": kv, "keep_arrays": keep})
-            sim_jobs.append({**base, "load": None, "kv": max(cfg["kv_tokens"]), "keep_arrays": True})
-    sims = run_parallel(_sim_job, sim_jobs, workers=workers, desc="tie: simulating")
+                    sim_jobs.append({"kind": "sim", "kwargs": {**base, "load": load, "kv": kv, "keep_arrays": keep}})
+            sim_jobs.append({"kind": "sim", "kwargs": {**base, "load": None, "kv": max(cfg["kv_tokens"]),
+                                                       "keep_arrays": True}})
+    outs = run_parallel(_dispatch, sim_jobs, workers=workers, desc="tie: simulating")
+    sims = [o for j, o in zip(sim_jobs, outs) if j["kind"] == "sim"]
+    starve = [o for j, o in zip(sim_jobs, outs) if j["kind"] == "starve"]
     timings["simulate_s"] = time.perf_counter() - t0
     n_sim_runs = len(sims) * len(POLICIES)
     sim_seconds = sum(r["sim_s"] for s in sims for r in s["policies"].values())
     n_req = cfg["n_test"]
+    if starve:
+        metrics_starve = {f"seed{b['seed_idx']}": {
+            "n_requests": b["n_requests"], "capacity_rps": b["capacity_rps"], "w_star_p99_s": b["w_star_p99_s"],
+            "w_star_p90_s": b["w_star_p90_s"],
+            **{pol: {k: r[k] for k in ("per_token_latency", "e2e_mean", "e2e_p99", "e2e_max", "wait_max",
+                                        "wait_p99", "token_throughput", "makespan", "sim_s")}
+               for pol, r in b["policies"].items()}} for b in starve}
 
     c3 = _c3(cfg, data["W1"], preds[("W1", "tie")]["preds"], preds[("W1", "lognormal")]["preds"]) \
         if "W1" in cfg["workloads"] else None
@@ -353,9 +547,11 @@ def run(config: dict[str, Any]) -> Result:
     if real is not None:
         metrics["smollm2"] = real.get("summary", real)
 
-    result.claims = _claims(cfg, sims, c3)
+    if starve:
+        metrics["c4_burst"] = metrics_starve
+    result.claims = _claims(cfg, sims, c3, starve)
     result.metrics = metrics
-    _figures(result, cfg, sims, data, preds, real)
+    _figures(result, cfg, sims, data, preds, real, starve)
     result.runtime_s = time.perf_counter() - t_start
     smol = "SmolLM2 lengths: " + ("from the cache" if real and "summary" in real else
                                   (real or {}).get("missing", "skipped (smollm2='off')"))
@@ -365,7 +561,27 @@ def run(config: dict[str, Any]) -> Result:
     return result
 
 
-def _claims(cfg, sims, c3) -> list[Claim]:
+def seed_spread(values, threshold: float, upper: bool = True) -> dict[str, Any]:
+    """Can `n` per-seed values decide `mean <= threshold` (upper) or `mean >= threshold`? The check decides at
+    this size when the seed standard deviation is at most the margin |mean - threshold|; otherwise the verdict
+    rests on seed noise and the claim says so."""
+    v = np.asarray(list(values), dtype=float)
+    mean = float(np.mean(v))
+    sd = float(np.std(v, ddof=1)) if len(v) > 1 else float("nan")
+    margin = float(threshold - mean if upper else mean - threshold)
+    return {"mean": mean, "sd": sd, "margin": margin, "decided": bool(len(v) > 1 and sd <= abs(margin))}
+
+
+def _spread_text(name: str, sp: dict[str, Any]) -> str:
+    if not np.isfinite(sp["sd"]):
+        return f"{name}: one seed, spread unknown (cannot decide at this size)"
+    verdict = "decided at this size" if sp["decided"] else "seed sd exceeds the margin: cannot decide at this size"
+    return f"{name}: mean {sp['mean']:.3f}, seed sd {sp['sd']:.3f}, margin {sp['margin']:+.3f} -> {verdict}"
+
+
+def _claims(cfg, sims, c3, starve=None) -> list[Claim]:
+    """The spec's claim checks from the simulation summaries (`sims`: one dict per (workload, seed, load, KV)
+    cell; `c3`: the distributional metrics; `starve`: one dict per seed of the C4 burst)."""
     n_seeds = cfg["n_seeds"]
     kv_hi = max(cfg["kv_tokens"])
     top = max(cfg["loads"])
@@ -374,12 +590,11 @@ def _claims(cfg, sims, c3) -> list[Claim]:
         for s in sims:
             if s["workload"] == w and s["seed_idx"] == si and s["load"] == load and s["kv"] == kv:
                 return s["policies"][pol]
-        raise KeyError
+        raise KeyError((w, si, load, kv))
 
     claims: list[Claim] = []
     W = cfg["workloads"]
-    # C1
-    # mean over seeds of TIE / mean over seeds of FCFS (spec: "mean over 3 seeds")
+    # C1: mean over seeds of TIE / mean over seeds of FCFS (spec: "mean over 3 seeds")
     mean_ratio = {w: float(np.mean([ptl(w, si, top, "tie")["per_token_latency"] for si in range(n_seeds)])
                            / np.mean([ptl(w, si, top, "fcfs")["per_token_latency"] for si in range(n_seeds)]))
                   for w in W}
@@ -387,15 +602,23 @@ def _claims(cfg, sims, c3) -> list[Claim]:
                 / ptl(w, si, ld, "fcfs")["per_token_latency"]
                 for w in W for ld in cfg["loads"] if ld >= 0.9 for si in range(n_seeds)}
     held1 = all(v <= 0.35 for v in mean_ratio.values()) and all(v <= 0.6 for v in per_seed.values())
+    sp1 = [_spread_text(f"{w} rho={top} vs 0.35", seed_spread(
+        [ptl(w, si, top, "tie")["per_token_latency"] / ptl(w, si, top, "fcfs")["per_token_latency"]
+         for si in range(n_seeds)], 0.35)) for w in W]
     claims.append(Claim(
         "C1", "Scheduling by TIE removes FCFS head-of-line blocking: much lower mean per-token latency.",
         "TIE / FCFS mean per-token latency (ample KV)",
         {**{f"{w}/rho={top}/mean": v for w, v in mean_ratio.items()},
          "worst_seed_rho>=0.9": max(per_seed.values()) if per_seed else float("nan")},
         "<= 0.35 at the top load (mean over seeds, W1 and W2) and <= 0.6 for every seed at loads 0.9 and 0.95",
-        held1, True, "per seed: " + ", ".join(f"{k}={v:.3f}" for k, v in per_seed.items())))
+        held1, True,
+        "Per seed: " + ", ".join(f"{k}={v:.3f}" for k, v in per_seed.items()) + ". Sanity (holds by construction "
+        "of any length-aware order once a queue forms): TIE/FCFS < 1; what can fail are the 0.35 mean and the "
+        "0.6 every-seed bounds. " + "; ".join(sp1) + ".",
+        paper="no TIE-vs-FCFS figure (abstract: per-token latency 2.31x lower than the strongest of three "
+              "baselines, online)"))
     # C2
-    c2, wins = {}, {}
+    c2, wins, c2_seed = {}, {}, {}
     for w in W:
         for ld in cfg["loads"]:
             t = np.mean([ptl(w, si, ld, "tie")["per_token_latency"] for si in range(n_seeds)])
@@ -403,14 +626,22 @@ def _claims(cfg, sims, c3) -> list[Claim]:
             best = min(b, key=b.get)
             c2[f"{w}/rho={ld}"] = float(t / b[best])
             wins[f"{w}/rho={ld}"] = f"best={best}, TIE {'wins' if t < b[best] else 'loses'}"
+            c2_seed[f"{w}/rho={ld}"] = [ptl(w, si, ld, "tie")["per_token_latency"]
+                                        / ptl(w, si, ld, best)["per_token_latency"] for si in range(n_seeds)]
+    worst = max(c2, key=c2.get)
     claims.append(Claim(
         "C2", "TIE matches or beats point-estimate SJF schedulers (the paper: 2.31x lower per-token latency than "
               "the strongest baseline, LTR).",
         "TIE / min(SSJF, LTR) mean per-token latency (1-sample baselines, ample KV, mean over seeds)",
         c2, "<= 1.3 at every load on W1 and W2 (parity); < 1 would mean TIE wins",
         all(v <= 1.3 for v in c2.values()), True,
-        "; ".join(f"{k}: {v}" for k, v in wins.items())
-        + ". The paper's 2.31x gain is not expected in this equal-information queueing model (spec §6, §9)."))
+        "; ".join(f"{k}: {v}" for k, v in wins.items()) + ". Per seed TIE/best: "
+        + "; ".join(f"{k} {np.round(v, 3).tolist()}" for k, v in c2_seed.items())
+        + ". Can fail: every ratio (no part holds by construction; the baselines see one sample per prompt, TIE "
+          "k, as in the paper). " + _spread_text(f"worst cell {worst} vs 1.3", seed_spread(c2_seed[worst], 1.3))
+        + ". The paper's 2.31x gain is not expected in this equal-information queueing model (spec §6, §9).",
+        paper="2.31x lower mean per-token latency than the strongest baseline (LTR), online; 1.42x higher "
+              "offline throughput"))
     # C3
     if c3 is not None:
         cov = float(np.mean(c3["coverage80"]))
@@ -423,30 +654,63 @@ def _claims(cfg, sims, c3) -> list[Claim]:
             {"coverage80": cov, "nll_logt": nt, "nll_lognormal": nn_, "spearman_tie_vs_true_mean": rho},
             "coverage in [0.70, 0.90]; NLL log-t < log-normal; Spearman >= 0.8",
             (0.70 <= cov <= 0.90) and nt < nn_ and rho >= 0.8, True,
-            f"per seed coverage {np.round(c3['coverage80'], 3).tolist()}, NLL log-t {np.round(c3['nll_logt'], 4).tolist()}"
-            f" vs log-normal {np.round(c3['nll_lognormal'], 4).tolist()}, Spearman "
-            f"{np.round(c3['spearman'], 3).tolist()}; mu MAE {np.mean(c3['mu_mae']):.3f} vs family-mean "
-            f"{np.mean(c3['mu_mae_family_mean']):.3f} (hidden N(0, 0.2) effect sets the floor ~0.16)"))
-    # C4
-    if "W2" in W:
-        mx, dp = {}, {}
+            f"Per seed coverage {np.round(c3['coverage80'], 3).tolist()}, NLL log-t "
+            f"{np.round(c3['nll_logt'], 4).tolist()} vs log-normal {np.round(c3['nll_lognormal'], 4).tolist()}, "
+            f"Spearman {np.round(c3['spearman'], 3).tolist()}; mu MAE {np.mean(c3['mu_mae']):.3f} vs family-mean "
+            f"{np.mean(c3['mu_mae_family_mean']):.3f} (hidden N(0, 0.2) effect sets the floor ~0.16). Can fail: all "
+            "three parts; but W1's lengths are log-t by construction, so (b) mostly checks that training did not "
+            "lose the tail (the real-LM evidence is the reported SmolLM2 fit). "
+            + _spread_text("coverage vs the 0.70 edge", seed_spread(c3["coverage80"], 0.70, upper=False)) + "; "
+            + _spread_text("Spearman vs 0.8", seed_spread(c3["spearman"], 0.8, upper=False)) + ".",
+            paper="qualitative: output lengths are heavy-tailed and fitted by a log-t distribution (no number "
+                  "accessible)"))
+    # C4: on the burst where waits exceed the decay scale; the stationary W2 numbers as context
+    if "W2" in W and starve:
+        mx, dp, regime = {}, {}, {}
+        for b in sorted(starve, key=lambda b: b["seed_idx"]):
+            on, off = b["policies"]["tie"], b["policies"]["tie_nostarv"]
+            k = f"seed{b['seed_idx']}"
+            mx[k] = on["e2e_max"] / off["e2e_max"]
+            dp[k] = on["per_token_latency"] / off["per_token_latency"] - 1
+            regime[k] = off["wait_max"] / max(b["w_star_p99_s"], 1e-9)
+        held4 = all(v <= 0.8 for v in mx.values()) and all(abs(v) <= 0.05 for v in dp.values())
+        in_regime = all(v >= 1.0 for v in regime.values())
+        ctx_mx, ctx_dp = {}, {}
         for si in range(n_seeds):
             on, off = ptl("W2", si, top, "tie"), ptl("W2", si, top, "tie_nostarv")
-            mx[f"seed{si}"] = on["e2e_max"] / off["e2e_max"]
-            dp[f"seed{si}"] = on["per_token_latency"] / off["per_token_latency"] - 1
-        held4 = all(v <= 0.8 for v in mx.values()) and all(abs(v) <= 0.05 for v in dp.values())
+            ctx_mx[f"seed{si}"] = on["e2e_max"] / off["e2e_max"]
+            ctx_dp[f"seed{si}"] = on["per_token_latency"] / off["per_token_latency"] - 1
+        b0 = starve[0]
         claims.append(Claim(
             "C4", "Starvation prevention (TIE·γ^(t_wait/τ)) bounds the worst-case latency of long requests "
                   "without hurting mean per-token latency.",
-            f"W2, rho={top}: max e2e latency on/off; relative per-token latency change",
-            {"max_latency_ratio_worst": max(mx.values()), "per_token_change_worst": max(dp.values(), key=abs)},
+            f"W2 burst ({cfg['starve_load_high']:g}x capacity for {cfg['starve_window_s']:g} s, then "
+            f"{cfg['starve_load_low']:g}x for {cfg['starve_tail_s']:g} s): max e2e latency on/off; relative "
+            "per-token latency change",
+            {"max_latency_ratio_worst": max(mx.values()), "per_token_change_worst": max(dp.values(), key=abs),
+             "max_wait_off_over_w_star_min": min(regime.values())},
             "max-latency ratio <= 0.8 and |per-token change| <= 5% on every seed",
-            held4, True, "max-latency ratio " + ", ".join(f"{k}={v:.3f}" for k, v in mx.items())
-            + "; per-token change " + ", ".join(f"{k}={v:+.3%}" for k, v in dp.items())))
+            held4, True,
+            "Per seed max-latency ratio " + ", ".join(f"{k}={v:.3f}" for k, v in mx.items())
+            + "; per-token change " + ", ".join(f"{k}={v:+.1%}" for k, v in dp.items())
+            + "; longest wait without decay / w*_99 " + ", ".join(f"{k}={v:.2f}" for k, v in regime.items())
+            + f" (w*_99 = {b0['w_star_p99_s']:.0f} s: the wait after which a 99th-percentile TIE score decays below "
+            f"a fresh median one; {b0['n_requests']} requests in seed 0). "
+            + ("The workload is in the starvation regime (waits without decay exceed w*), so the check can tell "
+               "the two schedules apart. " if in_regime else
+               "Waits without decay stay below w*: the decay cannot act much here, so this size cannot decide. ")
+            + "Sanity: none of the parts holds by construction; both can fail. "
+            + _spread_text("max-latency ratio vs 0.8", seed_spread(list(mx.values()), 0.8)) + "; "
+            + _spread_text("per-token change vs +5%", seed_spread(list(dp.values()), 0.05)) + ". Context, the "
+            f"stationary spec workload (W2, rho={top}, where the longest wait is far below w*): max-latency ratio "
+            + ", ".join(f"{k}={v:.3f}" for k, v in ctx_mx.items()) + "; per-token change "
+            + ", ".join(f"{k}={v:+.2%}" for k, v in ctx_dp.items()) + ".",
+            paper="qualitative (section 5: effective score TIE·γ^(t/τ), γ = 0.9, τ = 30 s, prevents starvation); "
+                  "no number accessible"))
     return claims
 
 
-def _figures(result: Result, cfg, sims, data, preds, real) -> None:
+def _figures(result: Result, cfg, sims, data, preds, real, starve=None) -> None:
     from icml26.common.plotting import new_figure
     from icml26.tie.dist import LogT
 
@@ -503,3 +767,17 @@ def _figures(result: Result, cfg, sims, data, preds, real) -> None:
         ax.set_title(f"SmolLM2-135M-Instruct: {L.shape[1]} samples vs censored log-t fit")
         ax.legend(fontsize=7)
     result.add_figure("length_fit", fig)
+    b0 = next((b for b in (starve or []) if "arrival" in b["policies"]["tie"]), None)
+    if b0 is not None:
+        fig, ax = new_figure(width=6.0, height=3.8)
+        for pol, style in (("tie_nostarv", "."), ("tie", "."), ("fcfs", ".")):
+            r = b0["policies"][pol]
+            step = max(1, len(r["arrival"]) // 4000)
+            ax.plot(r["arrival"][::step], r["wait"][::step], style, ms=2, alpha=0.5, label=LABELS[pol])
+        ax.axhline(b0["w_star_p99_s"], color="k", lw=0.8, ls="--", label="w* (99th pct score vs median)")
+        ax.axvline(cfg["starve_window_s"], color="gray", lw=0.8, ls=":")
+        ax.set_xlabel("arrival time (s)")
+        ax.set_ylabel("wait before the first token (s)")
+        ax.set_title("C4 burst (W2, seed 0): waits with and without starvation decay")
+        ax.legend(fontsize=7, markerscale=4)
+        result.add_figure("starvation", fig)
