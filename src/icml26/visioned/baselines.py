@@ -20,6 +20,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 
+from icml26.common.validation import check_array, check_bool, check_choice, check_float, check_int, check_seed
 from icml26.visioned.model import _as_2d, _batches, train_regressor
 
 __all__ = ["ecfp_features", "ECFPRegressor", "PointNetPPLite", "PointNet", "PointCloudRegressor",
@@ -31,6 +32,10 @@ def ecfp_features(smiles: Sequence[str], radius: int = 2, n_bits: int = 2048) ->
     from rdkit import Chem, DataStructs
     from rdkit.Chem import rdFingerprintGenerator
 
+    radius, n_bits = check_int(radius, "radius", min=0), check_int(n_bits, "n_bits", min=1)
+    if isinstance(smiles, str):
+        raise TypeError("smiles must be a list of SMILES strings, not one string")
+    smiles = list(smiles)
     gen = rdFingerprintGenerator.GetMorganGenerator(radius=radius, fpSize=n_bits)
     out = np.zeros((len(smiles), n_bits), np.uint8)
     for i, s in enumerate(smiles):
@@ -45,9 +50,13 @@ class ECFPRegressor:
     """ECFP (radius 2, 2048 bits) -> MLP or random forest. fit(smiles, y) / predict(smiles)."""
 
     def __init__(self, model: str = "mlp", radius: int = 2, n_bits: int = 2048, seed: int = 0, **kwargs: Any):
-        if model not in ("mlp", "rf"):
-            raise ValueError(f"model must be 'mlp' or 'rf', got {model!r}")
         self.model, self.radius, self.n_bits, self.seed, self.kwargs = model, radius, n_bits, seed, kwargs
+        self._check_params()
+
+    def _check_params(self) -> None:
+        check_choice(self.model, "model", ("mlp", "rf"))
+        self.radius, self.n_bits = check_int(self.radius, "radius", min=0), check_int(self.n_bits, "n_bits", min=1)
+        self.seed = check_seed(self.seed)
 
     def _make(self):
         if self.model == "rf":
@@ -61,14 +70,19 @@ class ECFPRegressor:
                                 "random_state": self.seed} | self.kwargs))
 
     def fit(self, smiles: Sequence[str], y) -> ECFPRegressor:
+        self._check_params()
         X = ecfp_features(smiles, self.radius, self.n_bits).astype(np.float64)  # uint8 @ float has no BLAS path
         Y = _as_2d(y)
+        if len(Y) != len(X) or len(X) < 2:
+            raise ValueError(f"smiles has {len(X)} molecules but y has {len(Y)} rows (need >= 2, equal)")
         self.y_mean_, self.y_std_ = Y.mean(0), Y.std(0) + 1e-8
         Z = (Y - self.y_mean_) / self.y_std_
         self.est_ = self._make().fit(X, Z[:, 0] if Z.shape[1] == 1 else Z)
         return self
 
     def predict(self, smiles: Sequence[str]) -> np.ndarray:
+        if not hasattr(self, "est_"):
+            raise RuntimeError("call fit before predict")
         p = np.asarray(self.est_.predict(ecfp_features(smiles, self.radius, self.n_bits).astype(np.float64)), float)
         p = p.reshape(len(smiles), -1) * self.y_std_ + self.y_mean_
         return p[:, 0] if p.shape[1] == 1 else p
@@ -77,9 +91,12 @@ class ECFPRegressor:
 # ---------------------------------------------------------------------------------------------- point clouds
 def fps_torch(xyz: torch.Tensor, n: int) -> torch.Tensor:
     """Batched farthest-point sampling starting at index 0: xyz (B, N, 3) -> indices (B, n)."""
+    if xyz.ndim != 3 or xyz.shape[-1] != 3:
+        raise ValueError(f"xyz must have shape (B, N, 3), got {tuple(xyz.shape)}")
     B, N, _ = xyz.shape
+    n = check_int(n, "n", min=1)
     if n > N:
-        raise ValueError(f"cannot sample {n} centroids from {N} points")
+        raise ValueError(f"n: cannot sample {n} centroids from {N} points")
     idx = torch.zeros(B, n, dtype=torch.long)
     dist = torch.full((B, N), float("inf"))
     last = xyz[:, 0]
@@ -89,6 +106,15 @@ def fps_torch(xyz: torch.Tensor, n: int) -> torch.Tensor:
         idx[:, i] = dist.argmax(-1)
         last = xyz[ar, idx[:, i]]
     return idx
+
+
+def _check_pc(pc: torch.Tensor) -> None:
+    if not isinstance(pc, torch.Tensor):
+        raise TypeError(f"point clouds must be a torch tensor (B, N, 4), got {type(pc).__name__}")
+    if pc.ndim != 3 or pc.shape[-1] != 4 or pc.shape[1] < 1:
+        raise ValueError(f"point clouds must have shape (B, N, 4), got {tuple(pc.shape)}")
+    if not bool(torch.isfinite(pc).all()):
+        raise ValueError("point clouds must be finite; they hold NaN/inf values")
 
 
 def _point_features(pc: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -114,7 +140,14 @@ class PointNetPPLite(nn.Module):
     def __init__(self, n_out: int = 1, n_centroids: Sequence[int] = (512, 128), k: int = 16,
                  widths: Sequence[int] = (64, 128), hidden: int = 64, fps_ordered: bool = True) -> None:
         super().__init__()
-        self.n_centroids, self.k, self.fps_ordered = tuple(n_centroids), k, fps_ordered
+        nc = check_array(n_centroids, "n_centroids", shape=(2,), dtype=np.int64)
+        if nc.min() < 1:
+            raise ValueError(f"n_centroids must be 2 positive sizes, got {tuple(nc.tolist())}")
+        k, n_out, hidden = check_int(k, "k", min=1), check_int(n_out, "n_out", min=1), check_int(hidden, "hidden", min=1)
+        widths = tuple(check_array(widths, "widths", shape=(2,), dtype=np.int64).tolist())
+        if min(widths) < 1:
+            raise ValueError(f"widths must be 2 positive sizes, got {widths}")
+        self.n_centroids, self.k, self.fps_ordered = tuple(nc.tolist()), k, check_bool(fps_ordered, "fps_ordered")
         self.sa1 = nn.Linear(3 + 1, widths[0])
         self.sa2 = nn.Linear(3 + widths[0], widths[1])
         self.head = nn.Sequential(nn.Linear(widths[1], hidden), nn.ReLU(), nn.Linear(hidden, n_out))
@@ -151,8 +184,7 @@ class PointNetPPLite(nn.Module):
         return cen, torch.relu(g - hc)
 
     def forward(self, pc: torch.Tensor, i1=None, nn1=None, i2=None, nn2=None) -> torch.Tensor:
-        if pc.ndim != 3 or pc.shape[-1] != 4:
-            raise ValueError(f"point clouds must have shape (B, N, 4), got {tuple(pc.shape)}")
+        _check_pc(pc)
         if i1 is None:
             i1, nn1, i2, nn2 = self.neighbours(pc)
         xyz, rho = _point_features(pc.float())
@@ -166,12 +198,15 @@ class PointNet(nn.Module):
 
     def __init__(self, n_out: int = 1, widths: Sequence[int] = (64, 128), hidden: int = 64) -> None:
         super().__init__()
+        n_out, hidden = check_int(n_out, "n_out", min=1), check_int(hidden, "hidden", min=1)
+        widths = tuple(check_array(widths, "widths", shape=(2,), dtype=np.int64).tolist())
+        if min(widths) < 1:
+            raise ValueError(f"widths must be 2 positive sizes, got {widths}")
         self.mlp = nn.Sequential(nn.Linear(4, widths[0]), nn.ReLU(), nn.Linear(widths[0], widths[1]), nn.ReLU())
         self.head = nn.Sequential(nn.Linear(widths[1], hidden), nn.ReLU(), nn.Linear(hidden, n_out))
 
     def forward(self, pc: torch.Tensor) -> torch.Tensor:
-        if pc.ndim != 3 or pc.shape[-1] != 4:
-            raise ValueError(f"point clouds must have shape (B, N, 4), got {tuple(pc.shape)}")
+        _check_pc(pc)
         xyz, rho = _point_features(pc.float())
         return self.head(self.mlp(torch.cat([xyz, rho], -1)).amax(1))
 
@@ -179,35 +214,66 @@ class PointNet(nn.Module):
 class PointCloudRegressor:
     """ED point-cloud property regressor: fit(X (N, n_points, 4), y) / predict(X).
 
-    Args: arch ("pointnet++" | "pointnet"), lr (1e-3), weight_decay (0.05), epochs (30), batch_size (32),
-    loss ("mse" | "l1"), patience, seed, fps_ordered (rows of X in FPS order, as `ed_point_cloud` returns), device.
+    Args: arch ("pointnet++" | "pointnet"), lr (1e-3), weight_decay (0.05), epochs (30, the most epochs),
+    batch_size (32), loss ("mse" | "l1"), patience (None = all epochs; k = stop after k epochs without a better
+    validation MAE; the best validation epoch is kept either way), seed, fps_ordered (rows of X in FPS order,
+    as `ed_point_cloud` returns), device. Point clouds must be finite with rho (column 3) > 0.
+    Each fit builds a fresh network (no state carried over).
     """
 
     def __init__(self, arch: str = "pointnet++", lr: float = 1e-3, weight_decay: float = 0.05, epochs: int = 30,
                  batch_size: int = 32, loss: str = "mse", patience: int | None = None, seed: int = 0,
                  fps_ordered: bool = True, progress: bool = False, device: str | torch.device = "cpu") -> None:
         self.device = torch.device(device)
-        if arch not in ("pointnet++", "pointnet"):
-            raise ValueError(f"arch must be 'pointnet++' or 'pointnet', got {arch!r}")
         self.arch, self.lr, self.weight_decay, self.epochs = arch, lr, weight_decay, epochs
         self.batch_size, self.loss, self.patience, self.seed, self.progress = batch_size, loss, patience, seed, progress
         self.fps_ordered = fps_ordered
+        self._check_params()
+
+    def _check_params(self) -> None:
+        """Validate the settings (run by __init__ and again by fit)."""
+        check_choice(self.arch, "arch", ("pointnet++", "pointnet"))
+        self.lr = check_float(self.lr, "lr", min=0.0, min_open=True)
+        self.weight_decay = check_float(self.weight_decay, "weight_decay", min=0.0)
+        self.epochs = check_int(self.epochs, "epochs", min=1)
+        self.batch_size = check_int(self.batch_size, "batch_size", min=1)
+        check_choice(self.loss, "loss", ("mse", "l1"))
+        self.patience = None if self.patience is None else check_int(self.patience, "patience", min=0)
+        self.seed = check_seed(self.seed)
+        check_bool(self.fps_ordered, "fps_ordered")
+        check_bool(self.progress, "progress")
+
+    @staticmethod
+    def _clouds(X, name: str) -> torch.Tensor:
+        x = check_array(X, name, ndim=3, dtype=np.float32)
+        if x.shape[-1] != 4 or x.shape[1] < 1 or len(x) < 1:
+            raise ValueError(f"{name} must have shape (N, n_points, 4) with columns x, y, z, rho, got {x.shape}")
+        if np.any(x[..., 3] <= 0):
+            raise ValueError(f"{name}: rho (column 3) must be > 0 e/bohr^3 (ed_point_cloud keeps rho >= threshold)")
+        return torch.from_numpy(np.ascontiguousarray(x))
 
     def fit(self, X, y, X_val=None, y_val=None) -> PointCloudRegressor:
+        self._check_params()
         torch.manual_seed(self.seed)
-        Xt = torch.as_tensor(np.asarray(X, np.float32))
-        if Xt.ndim != 3 or Xt.shape[-1] != 4:
-            raise ValueError(f"X must have shape (N, n_points, 4), got {tuple(Xt.shape)}")
+        Xt = self._clouds(X, "X")
         Y = _as_2d(y)
         if len(Y) != len(Xt):
             raise ValueError(f"X has {len(Xt)} rows but y has {len(Y)}")
+        if (X_val is None) != (y_val is None):
+            raise ValueError("X_val and y_val must be given together (or neither)")
         self.y_mean_, self.y_std_ = Y.mean(0), Y.std(0) + 1e-8
         self.net_ = (PointNetPPLite(Y.shape[1], fps_ordered=self.fps_ordered) if self.arch == "pointnet++"
                      else PointNet(Y.shape[1]))
+        self.n_points_ = Xt.shape[1]
         Xv = Yv = None
         if X_val is not None:
-            Xv = self._inputs(torch.as_tensor(np.asarray(X_val, np.float32)))
-            Yv = torch.tensor((_as_2d(y_val, "y_val") - self.y_mean_) / self.y_std_, dtype=torch.float32)
+            Xv_raw = self._clouds(X_val, "X_val")
+            Yv_raw = _as_2d(y_val, "y_val")
+            if Xv_raw.shape[1] != self.n_points_ or Yv_raw.shape != (len(Xv_raw), Y.shape[1]):
+                raise ValueError(f"X_val {tuple(Xv_raw.shape)} / y_val {Yv_raw.shape} do not match X "
+                                 f"{tuple(Xt.shape)} / y {Y.shape}")
+            Xv = self._inputs(Xv_raw)
+            Yv = torch.tensor((Yv_raw - self.y_mean_) / self.y_std_, dtype=torch.float32)
         Xt = self._inputs(Xt)
         self.history_ = train_regressor(
             self.net_, [{"params": list(self.net_.parameters()), "lr": self.lr}], Xt,
@@ -227,7 +293,10 @@ class PointCloudRegressor:
     def predict(self, X) -> np.ndarray:
         if not hasattr(self, "net_"):
             raise RuntimeError("call fit before predict")
-        Xt = self._inputs(torch.as_tensor(np.asarray(X, np.float32)))
+        X = self._clouds(X, "X")
+        if X.shape[1] != self.n_points_:
+            raise ValueError(f"X must have {self.n_points_} points per cloud like the training data, got {X.shape[1]}")
+        Xt = self._inputs(X)
         self.net_.eval()
         with torch.no_grad():
             p = torch.cat([self.net_(*[x[idx].to(self.device) for x in Xt]).cpu()

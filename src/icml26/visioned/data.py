@@ -18,6 +18,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from icml26.common.validation import check_array, check_int, check_seed
+
 __all__ = [
     "SUBSTITUENTS",
     "CORES",
@@ -82,8 +84,7 @@ def enumerate_small_molecules(max_heavy_atoms: int = 8) -> list[dict]:
     from rdkit import Chem, RDLogger
 
     RDLogger.DisableLog("rdApp.*")
-    if not isinstance(max_heavy_atoms, int) or max_heavy_atoms < 1:
-        raise ValueError(f"max_heavy_atoms must be a positive int, got {max_heavy_atoms!r}")
+    max_heavy_atoms = check_int(max_heavy_atoms, "max_heavy_atoms", min=1)
     seen: dict[str, dict] = {}
     subs = list(SUBSTITUENTS.values())
     for core, tpl in CORES.items():
@@ -111,9 +112,9 @@ def stratified_sample(mols: Sequence[dict], n: int, seed: int = 0, key: str = "c
 
     Raises ValueError if `n` exceeds the number of molecules.
     """
-    if n > len(mols) or n < 1:
-        raise ValueError(f"n must be in [1, {len(mols)}], got {n}")
-    rng = np.random.default_rng(seed)
+    mols = list(mols)
+    n = check_int(n, "n", min=1, max=len(mols))
+    rng = np.random.default_rng(check_seed(seed))
     groups: dict[str, list[dict]] = {}
     for m in mols:
         groups.setdefault(m[key], []).append(m)
@@ -132,9 +133,12 @@ def stratified_sample(mols: Sequence[dict], n: int, seed: int = 0, key: str = "c
 def random_split(n: int, fractions: Sequence[float] = (0.7, 0.15, 0.15), seed: int = 0
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Random train/val/test index arrays for `n` items (fractions must sum to 1)."""
-    if len(fractions) != 3 or abs(sum(fractions) - 1) > 1e-6 or min(fractions) < 0:
-        raise ValueError(f"fractions must be 3 non-negative numbers summing to 1, got {fractions}")
-    perm = np.random.default_rng(seed).permutation(n)
+    n = check_int(n, "n", min=1)
+    fr = check_array(fractions, "fractions", shape=(3,))
+    if abs(fr.sum() - 1) > 1e-6 or fr.min() < 0:
+        raise ValueError(f"fractions must be 3 non-negative numbers summing to 1, got {tuple(fr.tolist())}")
+    fractions = tuple(fr.tolist())
+    perm = np.random.default_rng(check_seed(seed)).permutation(n)
     n_tr = int(round(fractions[0] * n))
     n_va = int(round(fractions[1] * n))
     return np.sort(perm[:n_tr]), np.sort(perm[n_tr:n_tr + n_va]), np.sort(perm[n_tr + n_va:])
@@ -145,7 +149,7 @@ def murcko_scaffold(smiles: str) -> str:
     from rdkit import Chem
     from rdkit.Chem.Scaffolds import MurckoScaffold
 
-    mol = Chem.MolFromSmiles(smiles)
+    mol = Chem.MolFromSmiles(smiles) if isinstance(smiles, str) and smiles else None
     if mol is None:
         raise ValueError(f"smiles: RDKit cannot parse {smiles!r}")
     return MurckoScaffold.MurckoScaffoldSmiles(mol=mol, includeChirality=False)
@@ -154,6 +158,13 @@ def murcko_scaffold(smiles: str) -> str:
 def scaffold_split(smiles: Sequence[str], fractions: Sequence[float] = (0.7, 0.15, 0.15)
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Deterministic scaffold split (chemprop style): scaffold groups, largest first, fill train, val, test."""
+    if isinstance(smiles, str):
+        raise TypeError("smiles must be a list of SMILES strings, not one string")
+    smiles = list(smiles)
+    fr = check_array(fractions, "fractions", shape=(3,))
+    if abs(fr.sum() - 1) > 1e-6 or fr.min() < 0:
+        raise ValueError(f"fractions must be 3 non-negative numbers summing to 1, got {tuple(fr.tolist())}")
+    fractions = tuple(fr.tolist())
     groups: dict[str, list[int]] = {}
     for i, s in enumerate(smiles):
         groups.setdefault(murcko_scaffold(s), []).append(i)

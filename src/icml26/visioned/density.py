@@ -12,9 +12,16 @@ Reconstructed parts ([ours] in the spec; the VisionED text was not available):
   sorted by increasing moment, sign of each axis fixed by the mass-weighted third moment. The spec says
   "heavy-atom inertia tensor"; we weight *all* atoms by mass (hydrogens count 1/12 of a carbon) because the
   heavy-atom tensor is singular for molecules with <= 2 heavy atoms (H2O, methanol, HCN ...).
-  Ties (|lambda_i - lambda_j| <= 1e-3 relative, e.g. benzene's in-plane axes) and axes whose third moment
-  vanishes (symmetric molecules) are fixed by "anchor atoms" in a rotation-invariant order (heaviest first,
-  then farthest from the centre, then input index); a still-undetermined sign makes the frame right-handed.
+  What the moments leave open (degenerate moments |lambda_i - lambda_j| <= 1e-3 relative, e.g. benzene's
+  in-plane axes; signs of axes whose third moment vanishes, e.g. every axis of p-difluorobenzene) is decided
+  without looking at the atom order: every admissible frame is enumerated (in a degenerate subspace each atom's
+  projection proposes an axis; free signs take both values, keeping the frame right-handed) and the one whose
+  canonical coordinates, sorted as (Z, x, y, z) rows rounded to 1e-4 of the molecule's radius of gyration, are
+  lexicographically smallest wins; frames that tie (symmetry-equivalent ones give the same point set) are
+  ordered by their axes in the input frame. The result depends on the atoms as a set only: permuting the
+  input permutes the canonical coordinates with it (tested on benzene, 4-F-pyridine, p-difluorobenzene, ...).
+  When all three third moments are decisive the frame keeps their signs even if that makes it improper (a
+  mirror), so the canonical geometry does not distinguish enantiomers.
 - the label-free pretext quantities (spec §2.3 L_phys): nuclear repulsion / n_atoms, one-electron energy /
   N_e, two-electron energy / N_e (Ha), exact ESP min / max / mean (Ha/e) on surface voxels of the
   `pretext_iso` isosurface (<= 512 evenly strided points), isosurface area (A^2; co-area formula on ln rho,
@@ -24,6 +31,7 @@ Reconstructed parts ([ours] in the spec; the VisionED text was not available):
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import math
 import os
@@ -34,6 +42,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from icml26.common.validation import check_array, check_float, check_int, check_seed
 
 __all__ = [
     "BOHR",
@@ -57,7 +67,7 @@ __all__ = [
 BOHR = 0.52917721092  # Angstrom per bohr
 HARTREE_EV = 27.211386245988
 AU_DEBYE = 2.541746473
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: atom-order independent canonical frame
 
 # label-free pretext targets (spec §2.3) and downstream labels: the two sets must never intersect.
 PHYS_KEYS: tuple[str, ...] = (
@@ -109,8 +119,10 @@ class EDRecord:
         name: SMILES (or a user label).
         atoms: (n_atoms,) int atomic numbers.
         coords: (n_atoms, 3) float64, Angstrom, canonical frame (centre of mass at the origin).
-        cube: (nx, ny, nz) float16 density rho in e/bohr^3; voxel (i, j, k) sits at origin + spacing*(i, j, k).
-        spacing: grid spacing, Angstrom.
+        cube: (nx, ny, nz) float16 density rho in e/bohr^3; voxel (i, j, k) sits at origin + voxel*(i, j, k).
+        spacing: grid spacing, Angstrom: a float (cubic voxels, what `EDCalculator` writes) or three floats
+            (x, y, z steps, e.g. PySCF `cubegen` files, whose default grid has a different step per axis).
+            `voxel` is always the (3,) array.
         origin: (3,) Angstrom, position of voxel (0, 0, 0).
         dm: (nao, nao) float64 total density matrix (alpha + beta), for the exact ESP; may be None.
         mulliken: (n_atoms,) Mulliken charges (e).
@@ -124,7 +136,7 @@ class EDRecord:
     atoms: np.ndarray
     coords: np.ndarray
     cube: np.ndarray
-    spacing: float
+    spacing: float | tuple[float, float, float]
     origin: np.ndarray
     dm: np.ndarray | None = None
     mulliken: np.ndarray | None = None
@@ -137,6 +149,11 @@ class EDRecord:
     timings: dict[str, float] = field(default_factory=dict)
 
     @property
+    def voxel(self) -> np.ndarray:
+        """(3,) grid steps in Angstrom along x, y, z."""
+        return np.broadcast_to(np.asarray(self.spacing, float), (3,)).copy()
+
+    @property
     def symbols(self) -> list[str]:
         return [_symbol(int(z)) for z in self.atoms]
 
@@ -146,7 +163,8 @@ class EDRecord:
 
     def grid_axes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Coordinates (Angstrom) of the voxel centres along x, y, z."""
-        return tuple(self.origin[d] + self.spacing * np.arange(self.cube.shape[d]) for d in range(3))  # type: ignore
+        v = self.voxel
+        return tuple(self.origin[d] + v[d] * np.arange(self.cube.shape[d]) for d in range(3))  # type: ignore
 
     def grid_points(self) -> np.ndarray:
         """(nx*ny*nz, 3) voxel positions in Angstrom, C order (matches `cube.ravel()`)."""
@@ -182,6 +200,8 @@ class EDRecord:
     def load(cls, path: str | Path) -> EDRecord:
         with np.load(path) as z:
             meta = json.loads(bytes(z["meta"]).decode())
+            if isinstance(meta.get("spacing"), list):
+                meta["spacing"] = tuple(meta["spacing"])
             return cls(atoms=z["atoms"], coords=z["coords"], cube=z["cube"], origin=z["origin"],
                        dm=z["dm"] if "dm" in z else None, mulliken=z["mulliken"] if "mulliken" in z else None,
                        **meta)
@@ -194,73 +214,110 @@ def _masses(atoms: np.ndarray) -> np.ndarray:
     return np.array([elements.MASSES[int(z)] for z in atoms], float)
 
 
+def _check_atoms_coords(atoms: Any, coords: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(atomic numbers (n,), coordinates (n, 3) float64), or a ValueError/TypeError naming `atoms`/`coords`."""
+    if isinstance(atoms, (str, bytes)):
+        raise TypeError(f"atoms must be a sequence of atomic numbers or element symbols, got the string {atoms!r}")
+    try:
+        seq = list(atoms)
+    except TypeError:
+        raise TypeError(f"atoms must be a sequence of atomic numbers or element symbols, got "
+                        f"{type(atoms).__name__}") from None
+    z = np.array([_atomic_number(a) for a in seq], int)
+    if len(z) == 0:
+        raise ValueError("atoms must name at least one atom")
+    if z.min() < 1 or z.max() >= len(_SYMBOLS):
+        raise ValueError(f"atoms: atomic numbers must be in 1..{len(_SYMBOLS) - 1}, got {sorted(set(z.tolist()))}")
+    x = check_array(coords, "coords", shape=(len(z), 3))
+    return z, x
+
+
 def canonical_frame(atoms: Sequence[int], coords: np.ndarray, tol: float = 1e-3) -> tuple[np.ndarray, np.ndarray]:
-    """Principal-axes frame of a molecule.
+    """Principal-axes frame of a molecule, independent of the input atom order and orientation.
 
     Args:
-        atoms: (n,) atomic numbers.
-        coords: (n, 3) positions (any unit).
-        tol: relative tolerance for degenerate moments and vanishing third moments.
+        atoms: (n,) atomic numbers (or element symbols).
+        coords: (n, 3) finite positions (any unit).
+        tol: relative tolerance for degenerate moments and vanishing third moments (> 0).
 
     Returns:
         (axes, centre): axes (3, 3) with rows = unit axes (increasing moment of inertia), centre (3,).
-        Canonical coordinates are ``(coords - centre) @ axes.T``.
+        Canonical coordinates are ``(coords - centre) @ axes.T``. See the module docstring for how ties
+        (degenerate moments, vanishing third moments) are decided from the atoms as a set.
     """
-    atoms = np.asarray(atoms, int)
-    x = np.asarray(coords, float)
-    if x.ndim != 2 or x.shape[1] != 3 or len(x) != len(atoms):
-        raise ValueError(f"coords must have shape (n_atoms, 3) = ({len(atoms)}, 3), got {x.shape}")
-    m = _masses(atoms)
+    z, x = _check_atoms_coords(atoms, coords)
+    tol = check_float(tol, "tol", min=0.0, min_open=True)
+    m = _masses(z)
     centre = (m[:, None] * x).sum(0) / m.sum()
     r = x - centre
-    scale = max(float(np.sqrt((m * (r ** 2).sum(1)).sum() / m.sum())), 1e-8)
+    scale = float(np.sqrt((m * (r ** 2).sum(1)).sum() / m.sum()))
+    if scale < 1e-8:  # one atom (or all atoms on one point): every frame is equivalent
+        return np.eye(3), centre
     inertia = np.einsum("i,ij,ik->jk", m, r, r) / (m.sum() * scale ** 2)  # second-moment tensor (same axes)
     w, v = np.linalg.eigh(inertia)  # ascending second moment = descending moment of inertia
     w, v = w[::-1], v[:, ::-1]  # -> ascending moment of inertia: longest axis first
-    axes = v.T.copy()
-    # anchor atoms: rotation-invariant order (heaviest, then farthest, then index)
-    dist = np.linalg.norm(r, axis=1)
-    anchors = sorted(range(len(atoms)), key=lambda i: (-m[i], -round(dist[i] / scale, 6), i))
-    # fix degenerate groups by projecting anchors into the degenerate subspace
+    base = v.T.copy()
+    # degenerate groups of moments, each with its candidate orthonormal bases
+    groups: list[list[np.ndarray]] = []
     i = 0
     while i < 3:
         j = i + 1
         while j < 3 and abs(w[j] - w[i]) <= tol * max(abs(w[0]), 1e-12):
             j += 1
-        if j - i > 1:
-            basis = axes[i:j]
-            new: list[np.ndarray] = []
-            for a in anchors:
-                p = basis.T @ (basis @ r[a])
-                for q in new:
-                    p = p - (p @ q) * q
-                if np.linalg.norm(p) > tol * scale:
-                    new.append(p / np.linalg.norm(p))
-                if len(new) == j - i:
-                    break
-            if len(new) == j - i - 1:  # complete with the orthogonal complement inside the subspace
-                comp = basis.T @ np.linalg.svd(np.array(new) @ basis.T)[2][-1]
-                new.append(comp / np.linalg.norm(comp))
-            if len(new) == j - i:
-                axes[i:j] = np.array(new)
+        groups.append(_subspace_candidates(base[i:j], r, tol * scale))
         i = j
-    # signs: third moment, else anchors, else right-handedness
-    undecided = []
-    for k in range(3):
-        p = r @ axes[k] / scale
-        m3 = float((m * p ** 3).sum() / m.sum())
-        if abs(m3) > tol:
-            axes[k] *= np.sign(m3)
+    best, best_key = None, None
+    for parts in itertools.product(*groups):
+        axes0 = np.vstack(parts)
+        p = r @ axes0.T / scale
+        m3 = (m[:, None] * p ** 3).sum(0) / m.sum()
+        fixed = np.abs(m3) > tol
+        axes0[fixed] *= np.sign(m3[fixed])[:, None]
+        free = np.nonzero(~fixed)[0]
+        for signs in itertools.product((1.0, -1.0), repeat=len(free)):
+            axes = axes0.copy()
+            axes[free] *= np.array(signs)[:, None]
+            if len(free) and np.linalg.det(axes) < 0:
+                continue  # a free sign keeps the frame right-handed
+            key = _frame_key(z, r @ axes.T / scale, axes)
+            if best_key is None or key < best_key:
+                best, best_key = axes, key
+    return best, centre
+
+
+def _subspace_candidates(basis: np.ndarray, r: np.ndarray, eps: float) -> list[np.ndarray]:
+    """Orthonormal bases of the span of `basis` (k, 3) proposed by the atoms (atom-order independent as a set)."""
+    k = len(basis)
+    if k == 1:
+        return [basis.copy()]
+    proj = (r @ basis.T) @ basis  # (n, 3) atom positions projected into the subspace
+    norms = np.linalg.norm(proj, axis=1)
+    dirs = [proj[a] / norms[a] for a in range(len(r)) if norms[a] > eps]
+    if not dirs:  # no atom off the axis (e.g. the perpendicular plane of a linear molecule): any basis is a
+        # symmetry; take the input frame's first unit vector with a clear projection, so the order plays no part
+        dirs = [e @ basis.T @ basis for e in np.eye(3) if np.linalg.norm(e @ basis.T) > 0.1][:1]
+        dirs = [d / np.linalg.norm(d) for d in dirs]
+    out: list[np.ndarray] = []
+    for e1 in dirs:
+        if k == 2:
+            e2 = basis.T @ np.linalg.svd((e1 @ basis.T)[None])[2][-1]  # the other unit vector of the plane
+            out.append(np.stack([e1, e2 / np.linalg.norm(e2)]))
             continue
-        for a in anchors:
-            if abs(p[a]) > tol:
-                axes[k] *= np.sign(p[a])
-                break
-        else:
-            undecided.append(k)
-    if undecided and np.linalg.det(axes) < 0:
-        axes[undecided[-1]] *= -1
-    return axes, centre
+        seconds = [d - (d @ e1) * e1 for d in dirs]
+        seconds = [q / np.linalg.norm(q) for q in seconds if np.linalg.norm(q) > 1e-3]
+        if not seconds:
+            seconds = [np.linalg.svd(e1[None])[2][-1]]
+        for e2 in seconds:
+            out.append(np.stack([e1, e2, np.cross(e1, e2)]))
+    return out
+
+
+def _frame_key(z: np.ndarray, p: np.ndarray, axes: np.ndarray) -> tuple:
+    """Order of candidate frames: sorted rounded canonical coordinates, then the axes (input frame)."""
+    q = np.round(p * 1e4).astype(np.int64)
+    rows = np.column_stack([z, q])
+    rows = rows[np.lexsort(rows.T[::-1])]
+    return tuple(map(tuple, rows.tolist())), tuple(np.round(axes.ravel() * 1e6).astype(np.int64).tolist())
 
 
 # ---------------------------------------------------------------------------------------------- pyscf helpers
@@ -285,7 +342,7 @@ def density_on_points(mol, dm: np.ndarray, points_A: np.ndarray, chunk: int = 20
     """rho(r) in e/bohr^3 at `points_A` (npts, 3) Angstrom, from density matrix `dm` (nao, nao)."""
     from pyscf.dft import numint
 
-    pts = np.asarray(points_A, float) / BOHR
+    pts = check_array(points_A, "points_A", shape=(None, 3), min_size=0) / BOHR
     out = np.empty(len(pts))
     for s in range(0, len(pts), chunk):
         ao = numint.eval_ao(mol, pts[s:s + chunk])
@@ -299,7 +356,7 @@ def esp_exact(mol, dm: np.ndarray, points_A: np.ndarray, chunk: int = 256) -> np
     V(r) = sum_A Z_A / |r - R_A| - sum_{mu nu} D_{mu nu} (mu | 1/|r - .| | nu), the electronic part from PySCF's
     ``int1e_grids`` on the requested points only (no full cube).
     """
-    pts = np.asarray(points_A, float).reshape(-1, 3) / BOHR
+    pts = check_array(points_A, "points_A", shape=(None, 3), min_size=0) / BOHR
     rn = mol.atom_coords()
     d = np.linalg.norm(pts[:, None, :] - rn[None], axis=-1)
     v = (mol.atom_charges()[None] / np.maximum(d, 1e-12)).sum(1)
@@ -314,10 +371,11 @@ def esp_charges(atoms_coords_A: np.ndarray, charges: np.ndarray, points_A: np.nd
 
     Cheap but crude close to nuclei (it misses penetration): the spec's CPU default, use `esp_exact` at scale.
     """
-    pts = np.asarray(points_A, float).reshape(-1, 3) / BOHR
-    rn = np.asarray(atoms_coords_A, float) / BOHR
+    pts = check_array(points_A, "points_A", shape=(None, 3), min_size=0) / BOHR
+    rn = check_array(atoms_coords_A, "atoms_coords_A", shape=(None, 3)) / BOHR
+    q = check_array(charges, "charges", shape=(len(rn),))
     d = np.linalg.norm(pts[:, None, :] - rn[None], axis=-1)
-    return (np.asarray(charges, float)[None] / np.maximum(d, 1e-6)).sum(1)
+    return (q[None] / np.maximum(d, 1e-6)).sum(1)
 
 
 def isosurface_volume(cube: np.ndarray, spacing: float, iso: float) -> float:
@@ -420,13 +478,14 @@ def compute_record(atoms: Sequence[int | str], coords_A: np.ndarray, *, name: st
 
     from pyscf import lib
 
-    if grid_spacing <= 0:
-        raise ValueError(f"grid_spacing must be > 0 Angstrom, got {grid_spacing}")
-    if margin < 0:
-        raise ValueError(f"margin must be >= 0 Angstrom, got {margin}")
+    grid_spacing = check_float(grid_spacing, "grid_spacing", min=0.0, min_open=True)
+    margin = check_float(margin, "margin", min=0.0)
+    pretext_iso = check_float(pretext_iso, "pretext_iso", min=0.0, min_open=True)
+    charge, spin = check_int(charge, "charge"), check_int(spin, "spin", min=0)
+    if not isinstance(method, str) or not method:
+        raise TypeError(f"method must be a non-empty string like 'HF', got {method!r}")
     lib.num_threads(1)
-    z = np.array([_atomic_number(a) for a in atoms], int)
-    x = np.asarray(coords_A, float).reshape(len(z), 3)
+    z, x = _check_atoms_coords(atoms, coords_A)
     if canonicalize:
         axes, centre = canonical_frame(z, x)
         x = (x - centre) @ axes.T
@@ -538,28 +597,27 @@ class EDCalculator:
     def __init__(self, method: str = "HF", basis: str = "sto-3g", grid_spacing: float = 0.25, margin: float = 4.0,
                  cache_dir: str | Path | None = None, n_workers: int = 2, pretext_iso: float = 0.05,
                  backend: str = "cpu") -> None:
-        if not isinstance(method, str) or not method:
-            raise ValueError(f"method must be a non-empty string like 'HF', got {method!r}")
-        if grid_spacing <= 0:
-            raise ValueError(f"grid_spacing must be > 0 Angstrom, got {grid_spacing}")
-        if margin < 0:
-            raise ValueError(f"margin must be >= 0 Angstrom, got {margin}")
-        if int(n_workers) < 1:
-            raise ValueError(f"n_workers must be >= 1, got {n_workers}")
-        if pretext_iso <= 0:
-            raise ValueError(f"pretext_iso must be > 0 e/bohr^3, got {pretext_iso}")
-        self.method, self.basis = method, basis
-        self.grid_spacing, self.margin = float(grid_spacing), float(margin)
-        self.n_workers = int(n_workers)
-        self.pretext_iso = float(pretext_iso)
-        if backend not in ("cpu", "gpu"):
-            raise ValueError(f"backend must be 'cpu' or 'gpu', got {backend!r}")
-        self.backend = backend
+        self.method, self.basis, self.grid_spacing, self.margin = method, basis, grid_spacing, margin
+        self.n_workers, self.pretext_iso, self.backend = n_workers, pretext_iso, backend
+        self._check_params()
         if cache_dir is None:
             from icml26.common import cache_dir as _cd
 
             cache_dir = _cd("visioned") / "ed"
         self.cache_dir = Path(cache_dir).expanduser() if cache_dir else None
+
+    def _check_params(self) -> None:
+        """Validate (and normalise) the settings; run by __init__ and again by every compute call."""
+        if not isinstance(self.method, str) or not self.method:
+            raise ValueError(f"method must be a non-empty string like 'HF', got {self.method!r}")
+        if not isinstance(self.basis, str) or not self.basis:
+            raise ValueError(f"basis must be a non-empty PySCF basis name like 'sto-3g', got {self.basis!r}")
+        self.grid_spacing = check_float(self.grid_spacing, "grid_spacing", min=0.0, min_open=True)
+        self.margin = check_float(self.margin, "margin", min=0.0)
+        self.n_workers = check_int(self.n_workers, "n_workers", min=1)
+        self.pretext_iso = check_float(self.pretext_iso, "pretext_iso", min=0.0, min_open=True)
+        if self.backend not in ("cpu", "gpu"):
+            raise ValueError(f"backend must be 'cpu' or 'gpu', got {self.backend!r}")
 
     def _kwargs(self) -> dict[str, Any]:
         return {"method": self.method, "basis": self.basis, "grid_spacing": self.grid_spacing,
@@ -570,7 +628,8 @@ class EDCalculator:
         if self.cache_dir is None:
             return None
         kw = {k: v for k, v in self._kwargs().items() if k != "backend"}  # same numbers on CPU and GPU
-        key = json.dumps({"smiles": smiles, "seed": int(conformer_seed), "v": CACHE_VERSION, **kw}, sort_keys=True)
+        key = json.dumps({"smiles": smiles, "seed": check_seed(conformer_seed, "conformer_seed"), "v": CACHE_VERSION,
+                          **kw}, sort_keys=True)
         return self.cache_dir / f"{hashlib.sha1(key.encode()).hexdigest()[:20]}.npz"
 
     def compute(self, smiles: Sequence[str], conformer_seed: int = 0, progress: bool = True) -> list[EDRecord]:
@@ -583,6 +642,8 @@ class EDCalculator:
         from icml26.common import run_parallel
 
         RDLogger.DisableLog("rdApp.*")
+        self._check_params()
+        conformer_seed = check_seed(conformer_seed, "conformer_seed")
         if isinstance(smiles, str):
             raise TypeError("smiles must be a list of SMILES strings, not one string")
         smiles = list(smiles)
@@ -621,6 +682,7 @@ class EDCalculator:
         """EDRecord for a user geometry (e.g. from ASE or an XYZ file), in this process, not cached."""
         from threadpoolctl import threadpool_limits
 
+        self._check_params()
         with threadpool_limits(1):
             return compute_record(atoms, coords_A, name=name, charge=charge, spin=spin,
                                   canonicalize=canonicalize, **self._kwargs())
@@ -628,49 +690,73 @@ class EDCalculator:
 
 # ---------------------------------------------------------------------------------------------- cube files
 def read_cube(path: str | Path) -> EDRecord:
-    """Read a Gaussian cube file (e.g. from Psi4 cubeprop, Gaussian cubegen, PySCF cubegen).
+    """Read a Gaussian cube file (Psi4 cubeprop, Gaussian cubegen, PySCF `tools.cubegen`, ...).
 
-    Only axis-aligned grids with equal spacing are supported (what those tools write by default);
-    coordinates are converted to Angstrom. The record has no density matrix (use `esp="charges"` or a
-    callable ESP when rendering) and zero Mulliken charges.
+    Axis-aligned grids are supported, with equal or unequal steps per axis (PySCF's default grid has a
+    different step along x, y and z: the record's `spacing` is then three floats). Units follow the format:
+    a positive voxel count means bohr, a negative one Angstrom; a negative atom count announces the extra
+    orbital-index line of MO cubes, which is skipped. Coordinates are converted to Angstrom. The record has no
+    density matrix (use `esp="charges"` or a callable ESP when rendering) and zero Mulliken charges.
+
+    Raises ValueError naming `path` for a malformed file, a non-axis-aligned grid or a wrong number of values.
     """
-    lines = Path(path).read_text().splitlines()
-    natm, *org = lines[2].split()[:4]
-    natm = int(natm)
-    unit_bohr = natm > 0
-    natm = abs(natm)
-    n, vec = [], []
-    for k in range(3):
-        parts = lines[3 + k].split()
-        n.append(int(parts[0]))
-        vec.append([float(v) for v in parts[1:4]])
+    path = Path(path)
+    lines = path.read_text().splitlines()
+    try:
+        head = lines[2].split()
+        natm = int(head[0])
+        org = np.array([float(v) for v in head[1:4]])
+        n, vec = [], []
+        for k in range(3):
+            parts = lines[3 + k].split()
+            n.append(int(parts[0]))
+            vec.append([float(v) for v in parts[1:4]])
+    except (IndexError, ValueError) as e:
+        raise ValueError(f"path {str(path)!r}: not a cube file (bad header: {e})") from None
     vec = np.array(vec)
-    if not np.allclose(vec, np.diag(np.diag(vec))) or not np.allclose(np.diag(vec), vec[0, 0]):
-        raise ValueError(f"path: only axis-aligned cubes with equal spacing are supported, got axes {vec.tolist()}")
-    to_A = BOHR if unit_bohr else 1.0
+    if natm == 0 or min(n) == 0 or vec.shape != (3, 3):
+        raise ValueError(f"path {str(path)!r}: not a cube file (atoms {natm}, grid {n})")
+    if not np.allclose(vec, np.diag(np.diag(vec))) or np.any(np.diag(vec) <= 0):
+        raise ValueError(f"path {str(path)!r}: only axis-aligned grids with positive steps are supported, "
+                         f"got axes {vec.tolist()}")
+    if len({v > 0 for v in n}) > 1:
+        raise ValueError(f"path {str(path)!r}: voxel counts {n} mix bohr (positive) and Angstrom (negative)")
+    to_A = BOHR if n[0] > 0 else 1.0
+    n = [abs(v) for v in n]
+    mo_line = natm < 0
+    natm = abs(natm)
     atoms, coords = [], []
-    for k in range(natm):
-        parts = lines[6 + k].split()
-        atoms.append(int(float(parts[0])))
-        coords.append([float(v) for v in parts[2:5]])
-    values = np.array(" ".join(lines[6 + natm:]).split(), float)
+    try:
+        for k in range(natm):
+            parts = lines[6 + k].split()
+            atoms.append(int(float(parts[0])))
+            coords.append([float(v) for v in parts[2:5]])
+        body = lines[6 + natm + int(mo_line):]
+        values = np.array(" ".join(body).split(), float)
+    except (IndexError, ValueError) as e:
+        raise ValueError(f"path {str(path)!r}: malformed atom or data lines ({e})") from None
     if values.size != int(np.prod(n)):
-        raise ValueError(f"path: expected {int(np.prod(n))} grid values, found {values.size}")
-    return EDRecord(name=Path(path).stem, atoms=np.array(atoms, int), coords=np.array(coords) * to_A,
-                    cube=values.reshape(n).astype(np.float16), spacing=float(vec[0, 0]) * to_A,
-                    origin=np.array([float(v) for v in org]) * to_A, dm=None,
+        raise ValueError(f"path {str(path)!r}: expected {int(np.prod(n))} grid values, found {values.size}")
+    if not np.all(np.isfinite(values)):
+        raise ValueError(f"path {str(path)!r}: the grid holds NaN/inf values")
+    steps = np.diag(vec) * to_A
+    spacing = float(steps[0]) if np.allclose(steps, steps[0], rtol=1e-9, atol=0) else tuple(map(float, steps))
+    return EDRecord(name=path.stem, atoms=np.array(atoms, int), coords=np.array(coords, float).reshape(-1, 3) * to_A,
+                    cube=values.reshape(n).astype(np.float16), spacing=spacing, origin=org * to_A, dm=None,
                     mulliken=np.zeros(natm), method="file", basis="file")
 
 
 def write_cube(rec: EDRecord, path: str | Path, comment: str = "rho (e/bohr^3)") -> None:
     """Write `rec.cube` as a Gaussian cube file (bohr units)."""
+    if not isinstance(rec, EDRecord):
+        raise TypeError(f"rec must be an EDRecord, got {type(rec).__name__}")
     nx, ny, nz = rec.cube.shape
-    s = rec.spacing / BOHR
+    s = rec.voxel / BOHR
     o = np.asarray(rec.origin) / BOHR
     out = [f"{rec.name} written by icml26.visioned", comment,
            f"{len(rec.atoms):5d} {o[0]:12.6f} {o[1]:12.6f} {o[2]:12.6f}",
-           f"{nx:5d} {s:12.6f} {0:12.6f} {0:12.6f}", f"{ny:5d} {0:12.6f} {s:12.6f} {0:12.6f}",
-           f"{nz:5d} {0:12.6f} {0:12.6f} {s:12.6f}"]
+           f"{nx:5d} {s[0]:12.6f} {0:12.6f} {0:12.6f}", f"{ny:5d} {0:12.6f} {s[1]:12.6f} {0:12.6f}",
+           f"{nz:5d} {0:12.6f} {0:12.6f} {s[2]:12.6f}"]
     for zz, c in zip(rec.atoms, np.asarray(rec.coords) / BOHR):
         out.append(f"{int(zz):5d} {float(zz):12.6f} {c[0]:12.6f} {c[1]:12.6f} {c[2]:12.6f}")
     vals = np.asarray(rec.cube, float).reshape(nx * ny, nz)

@@ -18,7 +18,9 @@ available, every choice is a constructor argument):
 - `VisionEDRegressor`: CLS -> MLP(d -> 64 -> n_targets) on z-scored targets, MSE (or L1), AdamW with lr 3e-4
   for the backbone and 1e-3 for the head, weight decay 0.05, early stopping on validation MAE (the best
   epoch's weights are restored). scikit-learn style fit / predict.
-Images enter as uint8 (B, S, C, H, W) and are scaled to [0, 1].
+Images enter as uint8 (B, S, C, H, W) and are scaled by 1/255; other integer types must hold 0..255 and are
+scaled the same way; float images must already be in [0, 1] (a float image in 0..255 is refused, never used
+unscaled). NaN/inf pixels, NaN pretext targets and NaN labels raise a ValueError naming the argument.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from icml26.common.validation import check_array, check_bool, check_choice, check_float, check_int, check_seed
 from icml26.visioned.density import COMP_KEYS, PHYS_KEYS, check_no_leakage
 
 __all__ = [
@@ -79,8 +82,8 @@ def random_masking(B: int, L: int, mask_ratio: float, generator: torch.Generator
 
     Returns (ids_keep (B, L_keep), mask (B, L) bool with True = masked, ids_restore (B, L)).
     """
-    if not 0.0 <= mask_ratio < 1.0:
-        raise ValueError(f"mask_ratio must be in [0, 1), got {mask_ratio}")
+    B, L = check_int(B, "B", min=1), check_int(L, "L", min=1)
+    mask_ratio = check_float(mask_ratio, "mask_ratio", min=0.0, max=1.0, max_open=True)
     n_mask = int(math.floor(L * mask_ratio))
     noise = torch.rand(B, L, generator=generator).to(device)  # CPU generator: same masks on any device
     ids_shuffle = torch.argsort(noise, dim=1)
@@ -99,6 +102,11 @@ def mim_loss(pred: torch.Tensor, target: torch.Tensor, mask: torch.Tensor, norm_
     pred, target: (B, L, D) patch pixels; mask: (B, L) bool, True = masked. With `norm_pix`, each target patch
     is standardised by its own mean/std (MAE's norm_pix_loss).
     """
+    if pred.shape != target.shape or pred.ndim != 3:
+        raise ValueError(f"pred and target must have the same shape (B, L, D), got {tuple(pred.shape)} and "
+                         f"{tuple(target.shape)}")
+    if mask.shape != pred.shape[:2]:
+        raise ValueError(f"mask must have shape (B, L) = {tuple(pred.shape[:2])}, got {tuple(mask.shape)}")
     if norm_pix:
         mu = target.mean(-1, keepdim=True)
         var = target.var(-1, keepdim=True, unbiased=False)
@@ -113,6 +121,9 @@ def mim_loss(pred: torch.Tensor, target: torch.Tensor, mask: torch.Tensor, norm_
 
 def info_nce(za: torch.Tensor, zb: torch.Tensor, temperature: float = 0.1) -> torch.Tensor:
     """Symmetric InfoNCE between paired embeddings za, zb (B, d): positives on the diagonal."""
+    if za.shape != zb.shape or za.ndim != 2:
+        raise ValueError(f"za and zb must have the same shape (B, d), got {tuple(za.shape)} and {tuple(zb.shape)}")
+    temperature = check_float(temperature, "temperature", min=0.0, min_open=True)
     za = F.normalize(za, dim=-1)
     zb = F.normalize(zb, dim=-1)
     logits = za @ zb.T / temperature
@@ -133,6 +144,11 @@ class VisionEDViT(nn.Module):
     def __init__(self, img_size: int = 32, patch: int = 8, in_chans: int = 4, n_shots: int = 6, dim: int = 96,
                  depth: int = 4, heads: int = 4, mlp_ratio: float = 4.0, dropout: float = 0.0) -> None:
         super().__init__()
+        img_size, patch = check_int(img_size, "img_size", min=1), check_int(patch, "patch", min=1)
+        in_chans, n_shots = check_int(in_chans, "in_chans", min=1), check_int(n_shots, "n_shots", min=1)
+        dim, depth, heads = check_int(dim, "dim", min=4), check_int(depth, "depth", min=1), check_int(heads, "heads", min=1)
+        mlp_ratio = check_float(mlp_ratio, "mlp_ratio", min=0.0, min_open=True)
+        dropout = check_float(dropout, "dropout", min=0.0, max=1.0, max_open=True)
         if img_size % patch:
             raise ValueError(f"img_size ({img_size}) must be divisible by patch ({patch})")
         if dim % heads:
@@ -155,21 +171,39 @@ class VisionEDViT(nn.Module):
         w = self.patch_embed.weight.data
         nn.init.xavier_uniform_(w.view(w.shape[0], -1))
 
-    def check_images(self, x: torch.Tensor | np.ndarray) -> torch.Tensor:
-        """Validate (B, S, C, H, W) images and return float in [0, 1]."""
-        if isinstance(x, np.ndarray):
-            x = torch.from_numpy(x)
-        if not isinstance(x, torch.Tensor):
-            raise TypeError(f"images must be a numpy array or torch tensor, got {type(x).__name__}")
+    def check_images(self, x: torch.Tensor | np.ndarray, name: str = "images") -> torch.Tensor:
+        """Validate (B, S, C, H, W) images (S <= n_shots) and return them as float in [0, 1].
+
+        uint8 and other integer images (values 0..255) are scaled by 1/255; float images must already lie in
+        [0, 1]: a float image with values above 1 (e.g. 0..255 cast to float) raises a ValueError rather than
+        being used unscaled. NaN/inf pixels and booleans are refused.
+        """
+        x = _as_image_tensor(x, name)
         want = (self.n_shots, self.in_chans, self.img_size, self.img_size)
-        if x.ndim != 5 or tuple(x.shape[2:]) != want[1:] or x.shape[1] > self.n_shots:
-            raise ValueError(f"images must have shape (B, {want[0]}, {want[1]}, {want[2]}, {want[3]}) for this "
+        if x.ndim != 5 or tuple(x.shape[2:]) != want[1:] or not 1 <= x.shape[1] <= self.n_shots or len(x) == 0:
+            raise ValueError(f"{name} must have shape (B, {want[0]}, {want[1]}, {want[2]}, {want[3]}) for this "
                              f"model config, got {tuple(x.shape)}")
-        return x.float() / 255.0 if x.dtype == torch.uint8 else x.float()
+        if x.dtype == torch.uint8:
+            return x.float() / 255.0
+        if not x.is_floating_point():  # other integer types: the same 0..255 scale as uint8
+            lo, hi = int(x.min()), int(x.max())
+            if lo < 0 or hi > 255:
+                raise ValueError(f"{name}: integer images must hold 0..255, got values in [{lo}, {hi}]")
+            return x.float() / 255.0
+        x = x.float()
+        if not bool(torch.isfinite(x).all()):
+            raise ValueError(f"{name} must be finite; it has NaN/inf pixels")
+        lo, hi = float(x.min()), float(x.max())
+        if lo < 0.0 or hi > 1.0:
+            raise ValueError(f"{name}: float images must be scaled to [0, 1], got values in [{lo:g}, {hi:g}]; pass "
+                             "uint8 images (0..255) or divide by 255")
+        return x
 
     def embed(self, x: torch.Tensor) -> torch.Tensor:
         """Patch tokens with positional + shot embeddings: (B, S, C, H, W) -> (B, S, P, dim)."""
-        x = self.check_images(x)
+        return self._embed(self.check_images(x))
+
+    def _embed(self, x: torch.Tensor) -> torch.Tensor:
         B, S = x.shape[:2]
         tok = self.patch_embed(x.flatten(0, 1)).flatten(2).transpose(1, 2)  # (B*S, P, dim)
         tok = tok.reshape(B, S, self.n_patches, self.dim)
@@ -187,7 +221,7 @@ class VisionEDViT(nn.Module):
         x = self.check_images(x)
         if x.shape[1] != self.n_shots:
             raise ValueError(f"images must have {self.n_shots} shots for this model config, got {x.shape[1]}")
-        return self.encode(self.embed(x).flatten(1, 2))[:, 0]
+        return self.encode(self._embed(x).flatten(1, 2))[:, 0]
 
     def save_pretrained(self, directory: str | Path) -> Path:
         """Write config.json + model.pt to a local directory (no hub)."""
@@ -206,6 +240,22 @@ class VisionEDViT(nn.Module):
         model = cls(**json.loads((d / "config.json").read_text()))
         model.load_state_dict(torch.load(d / "model.pt", map_location="cpu", weights_only=True))
         return model
+
+
+def _as_image_tensor(x: Any, name: str) -> torch.Tensor:
+    """numpy array / list / tensor -> tensor (dtype kept), or a TypeError naming `name`."""
+    if isinstance(x, torch.Tensor):
+        t = x
+    elif isinstance(x, (np.ndarray, list, tuple)):
+        arr = np.asarray(x)
+        if arr.dtype.kind not in "uif":
+            raise TypeError(f"{name} must hold numbers (uint8 0..255 or float 0..1), got dtype {arr.dtype}")
+        t = torch.from_numpy(np.ascontiguousarray(arr))
+    else:
+        raise TypeError(f"{name} must be a numpy array or torch tensor, got {type(x).__name__}")
+    if t.dtype == torch.bool or t.is_complex():
+        raise TypeError(f"{name} must hold numbers (uint8 0..255 or float 0..1), got {t.dtype}")
+    return t
 
 
 class _MIMDecoder(nn.Module):
@@ -264,22 +314,40 @@ class VisionEDPretrainer(nn.Module):
         self.device = torch.device(device)
         if not isinstance(model, VisionEDViT):
             raise TypeError(f"model must be a VisionEDViT, got {type(model).__name__}")
-        if not 0.0 <= mask_ratio < 1.0:
-            raise ValueError(f"mask_ratio must be in [0, 1), got {mask_ratio}")
+        if weights is not None and not isinstance(weights, dict):
+            raise TypeError(f"weights must be a dict like {{'phys': 1.0}}, got {type(weights).__name__}")
         w = {"mim": 1.0, "phys": 1.0, "comp": 0.5, "con": 0.1}
         unknown = set(weights or {}) - set(w)
         if unknown:
             raise ValueError(f"weights: unknown keys {sorted(unknown)}; expected a subset of {sorted(w)}")
         w.update(weights or {})
-        self.model, self.mask_ratio, self.weights, self.temperature = model, float(mask_ratio), w, temperature
+        self.model, self.mask_ratio, self.weights, self.temperature = model, mask_ratio, w, temperature
         self.lr, self.weight_decay, self.epochs, self.batch_size, self.seed = lr, weight_decay, epochs, batch_size, seed
         self.progress = progress
+        decoder_dim, decoder_depth = check_int(decoder_dim, "decoder_dim", min=4), check_int(decoder_depth,
+                                                                                             "decoder_depth", min=1)
+        if decoder_dim % 4:
+            raise ValueError(f"decoder_dim must be divisible by 4 (4 attention heads, 2-D sin-cos), got {decoder_dim}")
+        self._check_params()
         d = model.dim
         self.decoder = _MIMDecoder(model, decoder_dim, decoder_depth)
         self.phys_head = _mlp(d, d, len(PHYS_KEYS))
         self.comp_head = _mlp(d, d, len(COMP_KEYS))
         self.proj_head = _mlp(d, d, 64)
         self.history_: list[dict[str, float]] = []
+
+    def _check_params(self) -> None:
+        """Validate the settings (run by __init__ and again by fit, since attributes may be changed in between)."""
+        self.mask_ratio = check_float(self.mask_ratio, "mask_ratio", min=0.0, max=1.0, max_open=True)
+        for k, v in self.weights.items():
+            self.weights[k] = check_float(v, f"weights[{k!r}]", min=0.0)
+        self.temperature = check_float(self.temperature, "temperature", min=0.0, min_open=True)
+        self.lr = check_float(self.lr, "lr", min=0.0, min_open=True)
+        self.weight_decay = check_float(self.weight_decay, "weight_decay", min=0.0)
+        self.epochs = check_int(self.epochs, "epochs", min=1)
+        self.batch_size = check_int(self.batch_size, "batch_size", min=2)  # InfoNCE and batches need >= 2
+        self.seed = check_seed(self.seed)
+        check_bool(self.progress, "progress")
 
     # ------------------------------------------------------------------ losses
     def _masked_encode(self, tokens: torch.Tensor, g: torch.Generator | None):
@@ -296,7 +364,7 @@ class VisionEDPretrainer(nn.Module):
         """
         x = self.model.check_images(images)
         B, S = x.shape[:2]
-        tok = self.model.embed(x)  # (B, S, P, d)
+        tok = self.model._embed(x)  # (B, S, P, d)
         out: dict[str, torch.Tensor] = {}
         latent, mask, ids_restore = self._masked_encode(tok.flatten(1, 2), generator)
         if self.weights["mim"]:
@@ -324,14 +392,15 @@ class VisionEDPretrainer(nn.Module):
     def _targets(self, pretext: dict[str, Sequence[float]] | None, n: int):
         if pretext is None:
             return None, None
+        if not isinstance(pretext, dict):
+            raise TypeError(f"pretext must be a dict {{key: (N,) values}}, got {type(pretext).__name__}")
         check_no_leakage(list(pretext), [])
         missing = [k for k in PHYS_KEYS + COMP_KEYS if k not in pretext]
-        if missing and (self.weights["phys"] or self.weights["comp"]):
+        if missing:
             raise ValueError(f"pretext is missing keys {missing} (from EDRecord.pretext)")
-        phys = np.stack([np.asarray(pretext[k], float) for k in PHYS_KEYS], 1)
-        comp = np.stack([np.asarray(pretext[k], float) for k in COMP_KEYS], 1)
-        if len(phys) != n:
-            raise ValueError(f"pretext arrays have {len(phys)} rows but images has {n}")
+        cols = {k: check_array(pretext[k], f"pretext[{k!r}]", shape=(n,)) for k in PHYS_KEYS + COMP_KEYS}
+        phys = np.stack([cols[k] for k in PHYS_KEYS], 1)
+        comp = np.stack([cols[k] for k in COMP_KEYS], 1)
         self.phys_mean_ = phys.mean(0)
         self.phys_std_ = phys.std(0) + 1e-8
         phys = (phys - self.phys_mean_) / self.phys_std_
@@ -339,14 +408,21 @@ class VisionEDPretrainer(nn.Module):
 
     def fit(self, images: np.ndarray | torch.Tensor, pretext: dict[str, Sequence[float]] | None = None
             ) -> VisionEDPretrainer:
-        """Pretrain on `images` (N, S, C, H, W) uint8 with label-free `pretext` {key: (N,)} (PHYS_KEYS + COMP_KEYS)."""
+        """Pretrain on `images` (N, S, C, H, W) uint8 with label-free `pretext` {key: (N,)} (PHYS_KEYS + COMP_KEYS).
+
+        A second `fit` continues from the current weights (warm start: backbone, heads and decoder are the
+        same modules) with a fresh optimizer; `history_` is reset, it holds this fit's epochs only.
+        """
         from tqdm.auto import tqdm
 
-        x = self.model.check_images(images[:1])  # validates shape
-        del x
-        X = torch.as_tensor(np.asarray(images)) if not isinstance(images, torch.Tensor) else images
+        self._check_params()
+        X = _as_image_tensor(images, "images")
+        self.model.check_images(X)  # validates shape, range and NaN of every image once
         n = len(X)
+        if n < 2:
+            raise ValueError(f"images must hold at least 2 molecules to pretrain, got {n}")
         phys, comp = self._targets(pretext, n)
+        self.history_ = []
         torch.manual_seed(self.seed)
         g = torch.Generator().manual_seed(self.seed)
         self.to(self.device)
@@ -397,8 +473,9 @@ def train_regressor(net: nn.Module, param_groups: list[dict[str, Any]], X: torch
     """
     from tqdm.auto import tqdm
 
-    if loss not in ("mse", "l1"):
-        raise ValueError(f"loss must be 'mse' or 'l1', got {loss!r}")
+    check_choice(loss, "loss", ("mse", "l1"))
+    epochs, batch_size = check_int(epochs, "epochs", min=1), check_int(batch_size, "batch_size", min=1)
+    patience = None if patience is None else check_int(patience, "patience", min=0)
     lossf = F.mse_loss if loss == "mse" else F.l1_loss
     torch.manual_seed(seed)
     g = torch.Generator().manual_seed(seed)
@@ -442,14 +519,8 @@ def train_regressor(net: nn.Module, param_groups: list[dict[str, Any]], X: torch
 
 
 def _as_2d(y, name: str = "y") -> np.ndarray:
-    y = np.asarray(y, float)
-    if y.ndim == 1:
-        y = y[:, None]
-    if y.ndim != 2:
-        raise ValueError(f"{name} must have shape (N,) or (N, n_targets), got {y.shape}")
-    if not np.all(np.isfinite(y)):
-        raise ValueError(f"{name} contains NaN or inf")
-    return y
+    y = check_array(y, name, ndim=(1, 2))
+    return y[:, None] if y.ndim == 1 else y
 
 
 class _Head(nn.Module):
@@ -466,12 +537,14 @@ class VisionEDRegressor:
     """Property regressor on multi-shot images: CLS -> MLP(d -> 64 -> n_targets) (spec §2.3, fine-tuning).
 
     Args:
-        backbone: a (pretrained) `VisionEDViT`, deep-copied; None -> a fresh one from `backbone_config`
-            (the "VisionED-scratch" baseline).
+        backbone: a (pretrained) `VisionEDViT`, deep-copied at every fit; None -> a fresh one from
+            `backbone_config` (the "VisionED-scratch" baseline).
         targets: target names, e.g. ["gap_eV"] (checked against the pretext names: no leakage).
-        lr_backbone (3e-4), lr_head (1e-3), weight_decay (0.05), epochs (30), batch_size (32),
-        loss ("mse" | "l1"), patience (None = run all epochs, keep the best validation epoch), seed, device.
-    fit(X, y, X_val=None, y_val=None): X uint8 (N, S, C, H, W); y (N,) or (N, T). predict(X) -> (N,) or (N, T).
+        hidden (64), lr_backbone (3e-4), lr_head (1e-3), weight_decay (0.05), epochs (30, the most epochs),
+        batch_size (32), loss ("mse" | "l1"), patience (None = run all epochs; k = stop after k epochs without a
+        better validation MAE; either way the best validation epoch's weights are kept), seed, device.
+    fit(X, y, X_val=None, y_val=None): X (N, S, C, H, W) uint8 (or float in [0, 1]); y (N,) or (N, T), finite.
+    predict(X) -> (N,) or (N, T). Each fit starts from the given backbone again (no state carried over).
     """
 
     def __init__(self, backbone: VisionEDViT | None = None, targets: Sequence[str] = ("gap_eV",), hidden: int = 64,
@@ -480,34 +553,60 @@ class VisionEDRegressor:
                  backbone_config: dict[str, Any] | None = None, progress: bool = False,
                  device: str | torch.device = "cpu") -> None:
         self.device = torch.device(device)
-        if backbone is not None and not isinstance(backbone, VisionEDViT):
-            raise TypeError(f"backbone must be a VisionEDViT or None, got {type(backbone).__name__}")
-        self.targets = [targets] if isinstance(targets, str) else list(targets)
-        check_no_leakage(PHYS_KEYS + COMP_KEYS, self.targets)
-        self.backbone, self.hidden = backbone, hidden
+        self.backbone, self.targets, self.hidden = backbone, targets, hidden
         self.lr_backbone, self.lr_head, self.weight_decay = lr_backbone, lr_head, weight_decay
         self.epochs, self.batch_size, self.loss, self.patience, self.seed = epochs, batch_size, loss, patience, seed
-        self.backbone_config = backbone_config or {}
+        self.backbone_config = backbone_config
         self.progress = progress
+        self._check_params()
+
+    def _check_params(self) -> None:
+        """Validate the settings (run by __init__ and again by fit, since attributes may be changed in between)."""
+        if self.backbone is not None and not isinstance(self.backbone, VisionEDViT):
+            raise TypeError(f"backbone must be a VisionEDViT or None, got {type(self.backbone).__name__}")
+        t = [self.targets] if isinstance(self.targets, str) else list(self.targets)
+        if not t or not all(isinstance(k, str) and k for k in t):
+            raise ValueError(f"targets must be a non-empty list of names, got {self.targets!r}")
+        self.targets = t
+        check_no_leakage(PHYS_KEYS + COMP_KEYS, self.targets)
+        self.hidden = check_int(self.hidden, "hidden", min=1)
+        self.lr_backbone = check_float(self.lr_backbone, "lr_backbone", min=0.0)
+        self.lr_head = check_float(self.lr_head, "lr_head", min=0.0, min_open=True)
+        self.weight_decay = check_float(self.weight_decay, "weight_decay", min=0.0)
+        self.epochs = check_int(self.epochs, "epochs", min=1)
+        self.batch_size = check_int(self.batch_size, "batch_size", min=1)
+        check_choice(self.loss, "loss", ("mse", "l1"))
+        self.patience = None if self.patience is None else check_int(self.patience, "patience", min=0)
+        self.seed = check_seed(self.seed)
+        if self.backbone_config is None:
+            self.backbone_config = {}
+        if not isinstance(self.backbone_config, dict):
+            raise TypeError(f"backbone_config must be a dict of VisionEDViT arguments, got "
+                            f"{type(self.backbone_config).__name__}")
+        check_bool(self.progress, "progress")
 
     def fit(self, X, y, X_val=None, y_val=None) -> VisionEDRegressor:
+        self._check_params()
         torch.manual_seed(self.seed)
         bb = copy.deepcopy(self.backbone) if self.backbone is not None else VisionEDViT(**self.backbone_config)
-        Xt = torch.as_tensor(np.asarray(X))
-        bb.check_images(Xt[:1])
-        if Xt.shape[1] != bb.n_shots:
-            raise ValueError(f"X must have {bb.n_shots} shots for this backbone, got {Xt.shape[1]}")
+        Xt = _check_shots(bb, X, "X")
         Y = _as_2d(y)
         if len(Y) != len(Xt):
             raise ValueError(f"X has {len(Xt)} rows but y has {len(Y)}")
         if Y.shape[1] != len(self.targets):
             raise ValueError(f"y has {Y.shape[1]} columns but targets={self.targets}")
+        if (X_val is None) != (y_val is None):
+            raise ValueError("X_val and y_val must be given together (or neither)")
         self.y_mean_, self.y_std_ = Y.mean(0), Y.std(0) + 1e-8
         self.net_ = _Head(bb, bb.dim, Y.shape[1], self.hidden)
         Xv = Yv = None
         if X_val is not None:
-            Xv = torch.as_tensor(np.asarray(X_val))
-            Yv = torch.tensor((_as_2d(y_val, "y_val") - self.y_mean_) / self.y_std_, dtype=torch.float32)
+            Xv = _check_shots(bb, X_val, "X_val")
+            Yv_raw = _as_2d(y_val, "y_val")
+            if Yv_raw.shape != (len(Xv), Y.shape[1]):
+                raise ValueError(f"y_val must have shape ({len(Xv)}, {Y.shape[1]}) to match X_val and y, got "
+                                 f"{Yv_raw.shape}")
+            Yv = torch.tensor((Yv_raw - self.y_mean_) / self.y_std_, dtype=torch.float32)
         groups = [{"params": list(self.net_.backbone.parameters()), "lr": self.lr_backbone},
                   {"params": list(self.net_.head.parameters()), "lr": self.lr_head}]
         self.history_ = train_regressor(
@@ -520,9 +619,18 @@ class VisionEDRegressor:
     def predict(self, X) -> np.ndarray:
         if not hasattr(self, "net_"):
             raise RuntimeError("call fit before predict")
-        Xt = torch.as_tensor(np.asarray(X))
+        Xt = _check_shots(self.net_.backbone, X, "X")
         self.net_.eval()
         with torch.no_grad():
             p = torch.cat([self.net_(Xt[idx].to(self.device)).cpu() for idx in _batches(len(Xt), 64, None)]).numpy()
         p = p * self.y_std_ + self.y_mean_
         return p[:, 0] if p.shape[1] == 1 else p
+
+
+def _check_shots(model: VisionEDViT, X: Any, name: str) -> torch.Tensor:
+    """All of `X` validated once (shape, shot count, range, NaN); returned in its own dtype for batching."""
+    Xt = _as_image_tensor(X, name)
+    model.check_images(Xt, name)
+    if Xt.shape[1] != model.n_shots:
+        raise ValueError(f"{name} must have {model.n_shots} shots for this backbone, got {Xt.shape[1]}")
+    return Xt

@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from icml26.common.validation import check_array, check_bool, check_float, check_int, check_seed
 from icml26.visioned.density import EDRecord, esp_charges, esp_exact
 
 __all__ = ["VIEW_NAMES", "render_multishot", "ed_point_cloud", "farthest_point_sampling", "esp_colormap"]
@@ -55,10 +56,25 @@ def esp_colormap(v: np.ndarray, esp_range: tuple[float, float] = (-0.08, 0.08)) 
     return np.stack([1 - pos, 1 - neg - pos, 1 - neg], -1)
 
 
+def _check_record(rec: EDRecord) -> None:
+    """A usable EDRecord: 3-D finite non-negative cube, positive voxel steps, finite origin."""
+    if not isinstance(rec, EDRecord):
+        raise TypeError(f"rec must be an EDRecord, got {type(rec).__name__}")
+    cube = np.asarray(rec.cube)
+    if cube.ndim != 3 or min(cube.shape) < 2:
+        raise ValueError(f"rec.cube must be a 3-D grid with >= 2 points per axis, got shape {cube.shape}")
+    if not np.all(np.isfinite(cube)):
+        raise ValueError("rec.cube holds NaN/inf values")
+    vox = check_array(rec.spacing, "rec.spacing", ndim=(0, 1))
+    if vox.size not in (1, 3) or np.any(vox <= 0):
+        raise ValueError(f"rec.spacing must be a positive float or 3 positive floats (Angstrom), got {rec.spacing}")
+    check_array(rec.origin, "rec.origin", shape=(3,))
+
+
 def _sample(cube: np.ndarray, rec: EDRecord, pts_A: np.ndarray) -> np.ndarray:
     from scipy.ndimage import map_coordinates
 
-    idx = (pts_A - rec.origin) / rec.spacing
+    idx = (pts_A - rec.origin) / rec.voxel
     return map_coordinates(cube, idx.reshape(-1, 3).T, order=1, mode="constant", cval=0.0).reshape(pts_A.shape[:-1])
 
 
@@ -66,7 +82,14 @@ def _esp_at(rec: EDRecord, pts: np.ndarray, esp: str | Callable[[np.ndarray], np
     if len(pts) == 0:
         return np.zeros(0)
     if callable(esp):
-        return np.asarray(esp(pts), float).reshape(len(pts))
+        v = np.asarray(esp(pts), float)
+        if v.shape not in ((len(pts),), (len(pts), 1)):
+            raise ValueError(f"esp: the callable must return one ESP value per point, shape ({len(pts)},), "
+                             f"got {v.shape}")
+        v = v.reshape(len(pts))
+        if not np.all(np.isfinite(v)):
+            raise ValueError("esp: the callable returned NaN/inf values")
+        return v
     if esp == "charges":
         if rec.mulliken is None:
             raise ValueError("esp='charges' needs rec.mulliken (Mulliken charges)")
@@ -102,20 +125,29 @@ def render_multishot(rec: EDRecord, n_views: int = 6, size: int = 32, isovalues:
         uint8 array (S, 4, size, size) with S = K * len(isovalues) * n_views, ordered
         [rotation][isovalue][view]; channels R, G, B, depth.
     """
-    if not isinstance(rec, EDRecord):
-        raise TypeError(f"rec must be an EDRecord, got {type(rec).__name__}")
-    if not 1 <= int(n_views) <= 6:
-        raise ValueError(f"n_views must be in 1..6 per orientation (use rotations= for more), got {n_views}")
-    if int(size) < 4:
-        raise ValueError(f"size must be >= 4 pixels, got {size}")
-    isovalues = tuple(float(v) for v in np.atleast_1d(isovalues))
-    if not isovalues or min(isovalues) <= 0:
+    _check_record(rec)
+    n_views = check_int(n_views, "n_views", min=1, max=6)
+    size = check_int(size, "size", min=4)
+    isovalues = tuple(check_array(isovalues, "isovalues", ndim=(0, 1)).ravel().tolist())
+    if min(isovalues) <= 0:
         raise ValueError(f"isovalues must be positive (e/bohr^3), got {isovalues}")
-    if fov <= 0:
-        raise ValueError(f"fov must be > 0 Angstrom, got {fov}")
-    size = int(size)
-    n_d = int(depth_samples or size)
-    rots = np.eye(3)[None] if rotations is None else np.asarray(rotations, float).reshape(-1, 3, 3)
+    fov = check_float(fov, "fov", min=0.0, min_open=True)
+    n_d = size if depth_samples is None else check_int(depth_samples, "depth_samples", min=1)
+    shade = check_bool(shade, "shade")
+    ambient = check_float(ambient, "ambient", min=0.0, max=1.0)
+    er = check_array(esp_range, "esp_range", shape=(2,))
+    esp_range = (float(er[0]), float(er[1]))
+    if not esp_range[0] < 0 < esp_range[1]:
+        raise ValueError(f"esp_range must be (negative, positive) hartree/e, got {esp_range}")
+    if not (callable(esp) or esp in ("charges", "exact")):
+        raise ValueError(f"esp must be 'charges', 'exact' or a callable, got {esp!r}")
+    if rotations is None:
+        rots = np.eye(3)[None]
+    else:
+        rots = check_array(rotations, "rotations", ndim=(2, 3))
+        if rots.shape[-2:] != (3, 3):
+            raise ValueError(f"rotations must have shape (3, 3) or (K, 3, 3), got {rots.shape}")
+        rots = rots.reshape(-1, 3, 3)
     for r in rots:
         if not np.allclose(r @ r.T, np.eye(3), atol=1e-6):
             raise ValueError("rotations must be orthonormal 3x3 matrices")
@@ -180,8 +212,9 @@ def _cast(rec, cube, R, u, v, d, a, t, iso, esp, esp_range, shade, ambient, vol=
     p = a[c_i, None] * frame[0] + up[r_i, None] * frame[1] + along[:, None] * frame[2]
     rgb = esp_colormap(_esp_at(rec, p, esp), esp_range)
     if shade:
-        h = 0.5 * rec.spacing
-        grad = np.stack([_sample(cube, rec, p + h * e) - _sample(cube, rec, p - h * e) for e in np.eye(3)], -1)
+        h = 0.5 * rec.voxel  # central differences, one step per axis (cube files may have unequal steps)
+        grad = np.stack([(_sample(cube, rec, p + h[d] * e) - _sample(cube, rec, p - h[d] * e)) / (2 * h[d])
+                         for d, e in enumerate(np.eye(3))], -1)
         n = -grad / np.maximum(np.linalg.norm(grad, axis=-1, keepdims=True), 1e-30)
         lam = np.clip(n @ (-frame[2]), 0, 1)
         rgb = rgb * (ambient + (1 - ambient) * lam)[:, None]
@@ -192,23 +225,43 @@ def _cast(rec, cube, R, u, v, d, a, t, iso, esp, esp_range, shade, ambient, vol=
 
 
 def farthest_point_sampling(points: np.ndarray, n: int, seed: int = 0, start: int | None = None) -> np.ndarray:
-    """Indices of `n` farthest-point samples of `points` (N, d>=3; distance on the first 3 columns).
+    """Indices of `n` farthest-point samples of `points` (N, d >= 3; Euclidean distance on the first 3 columns).
 
-    The first index is `start` if given, else drawn with `np.random.default_rng(seed)`. O(N n) time.
+    The first index is `start` if given, else drawn with `np.random.default_rng(seed)`; each next index is the
+    point farthest from those chosen so far (first index on ties). Vectorised: with the rows
+    a_i = [p_i, 1, |p_i|^2] and b_j = [-2 p_j, |p_j|^2, 1], the squared distances of every point to the newest
+    sample are one matrix-vector product A b_j, so each of the n - 1 steps is a BLAS gemv, an in-place minimum
+    and an argmax (O(N n) work, ~3x faster than a loop of per-point differences at N ~ 8k, n = 1024).
+    Integer-valued coordinates (voxel indices, as `ed_point_cloud` passes them) are computed exactly in
+    float32, so ties break exactly as in the direct loop; other inputs use float64 (error ~1e-12 of the
+    squared extent).
     """
-    pts = np.asarray(points, np.float64)[:, :3]
+    pts = check_array(points, "points", ndim=2)
+    if pts.shape[1] < 3:
+        raise ValueError(f"points must have shape (N, d >= 3), got {pts.shape}")
     N = len(pts)
-    if not 1 <= n <= N:
-        raise ValueError(f"n_points must be in [1, {N}] (points available), got {n}")
+    n = check_int(n, "n_points", min=1, max=N)
+    if start is None:
+        first = int(np.random.default_rng(check_seed(seed)).integers(N))
+    else:
+        first = check_int(start, "start", min=0, max=N - 1)
+    p = pts[:, :3]
+    lattice = bool(np.all(p == np.round(p))) and float(np.abs(p).max(initial=0.0)) < 1024
+    dt = np.float32 if lattice else np.float64
+    p = (p - np.round(p.mean(0))) if lattice else (p - p.mean(0))
+    p = p.astype(dt)
+    sq = np.einsum("ij,ij->i", p, p)
+    A = np.ascontiguousarray(np.vstack([p.T, np.ones(N, dt), sq]))  # (5, N)
+    B = np.column_stack([-2 * p, sq, np.ones(N, dt)])  # (N, 5): b_j
     idx = np.empty(n, np.int64)
-    idx[0] = np.random.default_rng(seed).integers(N) if start is None else int(start)
-    d = np.full(N, np.inf)
-    last = pts[idx[0]]
+    idx[0] = first
+    d = B[first] @ A  # squared distances to the first sample
+    buf = np.empty_like(d)
     for i in range(1, n):
-        diff = pts - last
-        d = np.minimum(d, np.einsum("ij,ij->i", diff, diff))
-        idx[i] = int(np.argmax(d))
-        last = pts[idx[i]]
+        j = int(d.argmax())
+        idx[i] = j
+        np.matmul(B[j], A, out=buf)
+        np.minimum(d, buf, out=d)
     return idx
 
 
@@ -223,18 +276,24 @@ def ed_point_cloud(rec: EDRecord, threshold: float = 1e-3, n_points: int = 1024,
     Returns:
         float32 (n_points, 4); with "fps" the rows are in FPS order (every prefix is itself an FPS sample).
     """
-    if not isinstance(rec, EDRecord):
-        raise TypeError(f"rec must be an EDRecord, got {type(rec).__name__}")
-    if threshold <= 0:
-        raise ValueError(f"threshold must be > 0 e/bohr^3, got {threshold}")
+    _check_record(rec)
+    threshold = check_float(threshold, "threshold", min=0.0, min_open=True)
+    n_points = check_int(n_points, "n_points", min=1)
+    seed = check_seed(seed)
+    if method not in ("fps", "random"):
+        raise ValueError(f"method must be 'fps' or 'random', got {method!r}")
     cube = np.asarray(rec.cube, np.float32)
     ijk = np.argwhere(cube >= threshold)
-    if n_points > len(ijk) or n_points < 1:
+    if n_points > len(ijk):
         raise ValueError(f"n_points={n_points} but only {len(ijk)} voxels have rho >= {threshold}; lower the "
                          "threshold, refine grid_spacing or ask for fewer points")
-    xyz = rec.origin + rec.spacing * ijk
+    vox = rec.voxel
+    xyz = rec.origin + vox * ijk
     if method == "fps":
-        sel = farthest_point_sampling(xyz, n_points, seed=seed)
+        # on cubic voxels FPS on the integer voxel indices is FPS on the positions (distances scale by spacing^2)
+        # and runs exactly in float32; unequal steps use the positions themselves
+        lattice = np.allclose(vox, vox[0], rtol=1e-12, atol=0)
+        sel = farthest_point_sampling(ijk if lattice else xyz, n_points, seed=seed)
     elif method == "random":
         sel = np.random.default_rng(seed).choice(len(ijk), n_points, replace=False)
     else:
