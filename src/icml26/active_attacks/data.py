@@ -32,11 +32,11 @@ CATEGORIES = ("insult", "violence", "drugs", "weapons", "fraud", "malware")
 TRIGGERS = ("insult", "fight", "pills", "gun", "scam", "hack")
 HARM_WORDS = (("idiot", "stupid", "moron"), ("kill", "hurt", "beat"), ("cocaine", "meth", "heroin"),
               ("bomb", "rifle", "ammo"), ("steal", "forge", "launder"), ("virus", "exploit", "ransomware"))
-REFUSAL_WORDS = ("sorry", "i", "cannot", "help", "with", "that")
+REFUSAL_WORDS = ("sorry", "i", "cannot")
 BENIGN_WORDS = ("sure", "here", "helpful", "information", "have", "great", "day", "glad", "assist", "happy",
                 "learn", "fun")
 DEFAULT_Q = (0.2, 0.08, 0.01, 0.003, 0.001, 0.0003)
-REFUSAL_TEXT = "sorry i cannot help with that"
+REFUSAL_TEXT = "sorry i cannot"  # short: every reply token is a decode step of the victim
 
 _PUNCT = re.compile(r"[^\w<>']+")
 
@@ -113,7 +113,7 @@ class ToxWorld:
     min_len: int = 4
     max_len: int = 6
     harm_len: tuple[int, int] = (2, 3)
-    benign_len: tuple[int, int] = (3, 5)
+    benign_len: tuple[int, int] = (2, 4)
     tokenizer: WordTokenizer = field(init=False)
 
     def __post_init__(self) -> None:
