@@ -11,8 +11,18 @@ import torch.nn.functional as F
 
 from icml26.common.lm import KVCache, TinyLM, TinyLMConfig
 from icml26.pope import (
-    ALiBi, AttentionCache, NoPE, PoPE, RoPE, TinyDecoder, alibi_slopes, apply_pope, attention, pope_frequencies,
-    position_factory, yarn_scale_frequencies,
+    ALiBi,
+    AttentionCache,
+    NoPE,
+    PoPE,
+    RoPE,
+    TinyDecoder,
+    alibi_slopes,
+    apply_pope,
+    attention,
+    pope_frequencies,
+    position_factory,
+    yarn_scale_frequencies,
 )
 
 torch.set_default_dtype(torch.float32)

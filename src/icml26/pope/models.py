@@ -14,6 +14,7 @@ import torch
 import torch.nn as nn
 
 from icml26.common.lm import TinyLM, TinyLMConfig
+from icml26.common.validation import check_choice, check_float
 from icml26.pope.baselines import ALiBi, NoPE, RoPE
 from icml26.pope.pope import PoPE
 
@@ -42,8 +43,7 @@ class TinyLMBiasEncoding(TinyLMPositionEncoding):
 def position_factory(kind: str = "pope", **kwargs) -> Callable[[int, int], nn.Module]:
     """A TinyLM `pos_encoding=` factory for "pope" | "rope" | "alibi" | "nope"; kwargs go to the module
     (e.g. `position_factory("pope", delta_init="uniform", rotate_dim=16)`)."""
-    if kind not in ENCODINGS:
-        raise ValueError(f"kind must be one of {sorted(ENCODINGS)}, got {kind!r}")
+    check_choice(kind, "kind", sorted(ENCODINGS))
     cls = ENCODINGS[kind]
     wrapper = TinyLMBiasEncoding if kind == "alibi" else TinyLMPositionEncoding
 
@@ -84,6 +84,7 @@ class TinyDecoder(TinyLM):
 def param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
     """AdamW groups: decay on matrices (dim >= 2), none on norms, and none on PoPE's phase bias delta."""
     decay, no_decay = [], []
+    weight_decay = check_float(weight_decay, "weight_decay", min=0.0)
     for name, p in model.named_parameters():
         if not p.requires_grad:
             continue

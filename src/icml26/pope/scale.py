@@ -36,12 +36,116 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from icml26.common import distributed as D
+from icml26.common.validation import check_bool, check_choice, check_float, check_int, check_seed
+from icml26.pope.claims import (
+    DECOUPLING_DEFAULTS,
+    claim_a,
+    claim_b,
+    claim_c,
+    decoupling_check,
+    fig_extrapolation,
+    fig_ii,
+)
+from icml26.pope.tasks import II_LONG_CONFIG, train_indirect_indexing
+
 MODELS: dict[str, dict[str, int]] = {
     "tiny": {"n_layers": 2, "d_model": 64, "n_heads": 4},  # for checking the code path on a CPU
     "gpt2-124m": {"n_layers": 12, "d_model": 768, "n_heads": 12},
     "gpt2-253m": {"n_layers": 16, "d_model": 1024, "n_heads": 16},
     "gpt2-774m": {"n_layers": 36, "d_model": 1280, "n_heads": 20},
 }
+
+PAPER_CONFIG: dict[str, Any] = {  # spec 7 (the experiment's CONFIGS["paper"] is this dict)
+    "seed": 0, "model": "gpt2-124m", "arms": ["pope", "rope"], "data_dir": "", "ctx": 1024,
+    "batch_size": 32, "grad_accum": 16, "steps": 20000, "lr": 6e-4, "min_lr_ratio": 0.1, "warmup_steps": 700,
+    "weight_decay": 0.1, "eval_lengths": [1024, 2048, 4096, 8192, 10240], "eval_windows": 16,
+    "extrap_data_dir": "", "zero_shot_tasks": ["lambada_openai", "blimp", "cbt", "hellaswag", "piqa", "arc_easy"],
+    "dtype": "bfloat16", "fsdp": False, "compile": False, "out_dir": "runs/pope/paper/checkpoints",
+    **DECOUPLING_DEFAULTS, **{**II_LONG_CONFIG, "ii_run": True, "ii_device": "cuda"},
+}
+
+PAPER_CONFIG_HELP: dict[str, str] = {
+    "model": f"decoder size, one of {sorted(MODELS)} (tiny: a CPU check of the code path)",
+    "arms": "position encodings to train, subset of ['pope', 'rope'] (both needed for claim A)",
+    "data_dir": "folder with nanoGPT-style train.bin/val.bin (uint16 GPT-2 BPE); '' = stdlib byte corpus fallback",
+    "extrap_data_dir": "folder with the extrapolation set's val.bin (PG-19 test); '' = data_dir",
+    "ctx": "training context length, tokens",
+    "batch_size": "sequences per micro-batch per process",
+    "grad_accum": "micro-batches per optimizer step",
+    "steps": "optimizer steps",
+    "lr": "AdamW peak learning rate",
+    "min_lr_ratio": "cosine floor as a fraction of lr",
+    "warmup_steps": "linear warmup steps",
+    "weight_decay": "AdamW decoupled weight decay on matrices",
+    "eval_lengths": "zero-shot evaluation lengths, tokens (the first is the in-distribution length)",
+    "eval_windows": "consecutive evaluation windows per length",
+    "zero_shot_tasks": "lm-eval-harness tasks (needs lm-eval and the GPT-2 tokenizer; [] = none)",
+    "dtype": "autocast dtype: bfloat16, float16 or float32",
+    "fsdp": "FSDP2 fully_shard per decoder layer instead of DDP (under torchrun)",
+    "compile": "torch.compile the model",
+    "out_dir": "checkpoint folder ('' = no checkpoints)",
+}
+
+
+def validate_paper_config(config: dict[str, Any]) -> None:
+    """ValueError/TypeError naming the first bad key of a paper-scale config (called before any compute)."""
+    from icml26.common.validation import require_keys
+
+    require_keys(config, PAPER_CONFIG)
+    check_seed(config["seed"], "seed")
+    check_choice(config["model"], "model", sorted(MODELS))
+    arms = config["arms"]
+    if not isinstance(arms, list) or not arms or any(a not in ("pope", "rope") for a in arms) or len(set(arms)) < len(arms):
+        raise ValueError(f"arms must be a non-empty list of distinct 'pope'/'rope', got {arms!r}")
+    for key in ("data_dir", "extrap_data_dir", "out_dir"):
+        if not isinstance(config[key], str):
+            raise TypeError(f"{key} must be a string path ('' for none), got {type(config[key]).__name__}")
+    for key in ("ctx", "batch_size", "grad_accum", "steps", "eval_windows"):
+        check_int(config[key], key, min=1)
+    check_int(config["warmup_steps"], "warmup_steps", min=0)
+    check_float(config["lr"], "lr", min=0.0, min_open=True)
+    check_float(config["min_lr_ratio"], "min_lr_ratio", min=0.0, max=1.0)
+    check_float(config["weight_decay"], "weight_decay", min=0.0)
+    lengths = config["eval_lengths"]
+    if not isinstance(lengths, list) or not lengths:
+        raise ValueError(f"eval_lengths must be a non-empty list of ints, got {lengths!r}")
+    for i, t in enumerate(lengths):
+        check_int(t, f"eval_lengths[{i}]", min=2)
+    if not isinstance(config["zero_shot_tasks"], list):
+        raise TypeError("zero_shot_tasks must be a list of task names")
+    check_choice(config["dtype"], "dtype", ("bfloat16", "float16", "float32"))
+    check_bool(config["fsdp"], "fsdp")
+    check_bool(config["compile"], "compile")
+    validate_shared_checks(config)
+
+
+def validate_shared_checks(config: dict[str, Any]) -> None:
+    """The decoupling-check and Indirect Indexing keys, common to every scale."""
+    check_int(config["decoupling_trials"], "decoupling_trials", min=1)
+    check_int(config["decoupling_head_dim"], "decoupling_head_dim", min=2)
+    check_int(config["decoupling_max_pos"], "decoupling_max_pos", min=1)
+    check_int(config["decoupling_t"], "decoupling_t", min=0, max=int(config["decoupling_max_pos"]))
+    check_bool(config["ii_run"], "ii_run")
+    seeds = config["ii_seeds"]
+    if not isinstance(seeds, list) or not seeds:
+        raise ValueError(f"ii_seeds must be a non-empty list of seeds, got {seeds!r}")
+    for i, s in enumerate(seeds):
+        check_seed(s, f"ii_seeds[{i}]")
+    arms = config["ii_arms"]
+    if not isinstance(arms, list) or not arms or any(a not in ("pope", "rope", "alibi", "nope") for a in arms):
+        raise ValueError(f"ii_arms must be a non-empty list of 'pope'/'rope'/'alibi'/'nope', got {arms!r}")
+    for key in ("ii_layers", "ii_d_model", "ii_heads", "ii_batch", "ii_steps", "ii_alphabet", "ii_min_len",
+                "ii_max_len", "ii_max_shift", "ii_queries", "ii_test_size"):
+        check_int(config[key], key, min=1)
+    if config["ii_d_model"] % config["ii_heads"]:
+        raise ValueError(f"ii_d_model ({config['ii_d_model']}) must be divisible by ii_heads ({config['ii_heads']})")
+    if not 2 <= config["ii_min_len"] <= config["ii_max_len"] <= config["ii_alphabet"]:
+        raise ValueError("ii_min_len, ii_max_len, ii_alphabet must satisfy 2 <= ii_min_len <= ii_max_len <= "
+                         f"ii_alphabet, got {config['ii_min_len']}, {config['ii_max_len']}, {config['ii_alphabet']}")
+    check_float(config["ii_lr"], "ii_lr", min=0.0, min_open=True)
+    check_float(config["ii_weight_decay"], "ii_weight_decay", min=0.0)
+    check_choice(config["ii_device"], "ii_device", ("auto", "cpu", "cuda"))
 
 
 def build_model(name: str, arm: str, vocab_size: int, ctx: int):
@@ -94,17 +198,6 @@ def _batch(tokens, batch_size: int, ctx: int, rng: np.random.Generator, device) 
     return torch.from_numpy(x).to(device, non_blocking=True)
 
 
-def _dist():
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    if world > 1 and not torch.distributed.is_initialized():
-        torch.distributed.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
-    rank = int(os.environ.get("RANK", "0"))
-    local = int(os.environ.get("LOCAL_RANK", "0"))
-    if torch.cuda.is_available():
-        torch.cuda.set_device(local)
-    return world, rank, torch.device(f"cuda:{local}" if torch.cuda.is_available() else "cpu")
-
-
 @torch.no_grad()
 def extrapolation_losses(model, tokens, lengths: list[int], n_windows: int, device, amp) -> dict[str, float]:
     """Mean next-token loss over `n_windows` consecutive windows at every length (zero-shot, positions 0..T-1)."""
@@ -124,9 +217,15 @@ def extrapolation_losses(model, tokens, lengths: list[int], n_windows: int, devi
     return out
 
 
-def train_arm(config: dict, arm: str) -> dict[str, Any]:
-    """Train one arm with the paper-scale loop (AdamW, warmup + cosine, grad accumulation, bf16, DDP/FSDP2)."""
-    world, rank, device = _dist()
+def train_arm(config: dict, arm: str, *, env: D.DistEnv | None = None, return_model: bool = False) -> dict[str, Any]:
+    """Train one arm with the paper-scale loop (AdamW, warmup + cosine, grad accumulation, bf16, DDP/FSDP2).
+
+    Under torchrun (`icml26.common.distributed`: nccl on GPUs, gloo on CPU) every rank draws its own batches
+    (seed * 1000 + rank) and DDP averages the gradients, so all ranks end with the same weights; one process
+    without torchrun is the single-GPU run. `return_model` adds the trained (unwrapped) model as out["model"].
+    """
+    env = D.init_distributed() if env is None else env
+    world, rank, device = env.world_size, env.rank, env.device
     train, vocab = load_tokens(config["data_dir"], "train")
     val, _ = load_tokens(config["data_dir"], "val")
     extrap = val if not config["extrap_data_dir"] else load_tokens(config["extrap_data_dir"], "val")[0]
@@ -139,11 +238,8 @@ def train_arm(config: dict, arm: str) -> dict[str, Any]:
             fully_shard(layer)
         fully_shard(model)
         train_model = model
-    elif world > 1:
-        train_model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[device.index]
-                                                                if device.type == "cuda" else None)
     else:
-        train_model = model
+        train_model = D.wrap_ddp(model, env)  # the model itself in a single process
     if config["compile"]:
         train_model = torch.compile(train_model)
     decay = [p for n, p in model.named_parameters() if p.ndim >= 2]
@@ -167,7 +263,7 @@ def train_arm(config: dict, arm: str) -> dict[str, Any]:
     t0 = time.perf_counter()
     from tqdm.auto import tqdm
 
-    for step in tqdm(range(steps), desc=f"{arm} {config['model']}", disable=rank != 0):
+    for step in tqdm(range(steps), desc=f"{arm} {config['model']}", disable=not env.is_main):
         for micro in range(accum):
             b = _batch(train, config["batch_size"], config["ctx"], rng, device)
             sync = nullcontext() if (micro == accum - 1 or world == 1 or config["fsdp"]) else train_model.no_sync()
@@ -182,14 +278,17 @@ def train_arm(config: dict, arm: str) -> dict[str, Any]:
     train_time = time.perf_counter() - t0
     val_loss = extrapolation_losses(model, val, [config["ctx"]], config["eval_windows"], device, amp)
     losses = extrapolation_losses(model, extrap, config["eval_lengths"], config["eval_windows"], device, amp)
+    val_loss, losses = D.mean_reduce(val_loss), D.mean_reduce(losses)  # identical windows: a no-op check of sync
     out = {"arm": arm, "seed": config["seed"], "val_loss": val_loss, "losses": losses, "train_time_s": train_time,
-           "n_params": sum(p.numel() for p in model.parameters())}
-    if config["out_dir"] and rank == 0:
+           "n_params": sum(p.numel() for p in model.parameters()), "world_size": world}
+    if config["out_dir"]:
         path = Path(config["out_dir"]) / f"{config['model']}-{arm}"
-        model.save_pretrained(path)
+        D.save_on_main(env, lambda: model.save_pretrained(path))
         out["checkpoint"] = str(path)
     if config["zero_shot_tasks"] and config["data_dir"]:
-        out["zero_shot"] = zero_shot_eval(model, config["zero_shot_tasks"]) if rank == 0 else {}
+        out["zero_shot"] = zero_shot_eval(model, config["zero_shot_tasks"]) if env.is_main else {}
+    if return_model:
+        out["model"] = model
     return out
 
 
@@ -209,24 +308,35 @@ def zero_shot_eval(model, tasks: list[str], tokenizer_name: str = "gpt2", batch_
 
 
 def run_paper(config: dict):
-    """The `--scale paper` run: both arms, claims A (extrapolation), B (decoupling) and C (Indirect Indexing)."""
-    from icml26.pope import experiment as E
+    """The `--scale paper` run: both arms, claims A (extrapolation), B (decoupling) and C (Indirect Indexing).
+
+    Takes the full config (e.g. `PAPER_CONFIG` with overrides); validated before any compute.
+    """
     from icml26.results import Result
 
+    validate_paper_config(config)
     t0 = time.perf_counter()
     runs = [train_arm(config, arm) for arm in config["arms"]]
     lengths = [int(t) for t in config["eval_lengths"] if all(str(t) in r["losses"] for r in runs)]
-    claim_a, stats = E._claim_a(runs, lengths, [config["seed"]])
-    dec = E.decoupling_check(config["decoupling_trials"], config["decoupling_head_dim"], config["decoupling_t"],
-                             config["decoupling_max_pos"], seed=config["seed"])
+    claims = []
+    stats: dict[str, Any] = {}
+    if {"pope", "rope"} <= set(config["arms"]) and len(lengths) >= 2:
+        ca, stats = claim_a(runs, lengths, [config["seed"]])
+        claims.append(ca)
+    dec = decoupling_check(config["decoupling_trials"], config["decoupling_head_dim"], config["decoupling_t"],
+                           config["decoupling_max_pos"], seed=config["seed"])
+    claims.append(claim_b(dec, config["decoupling_trials"]))
     result = Result(slug="pope", scale="paper", config=config, metrics={"runs": runs, **stats, "decoupling": dec},
-                    claims=[claim_a, E._claim_b(dec, config["decoupling_trials"])])
-    result.add_figure("extrapolation", E._fig_extrapolation(runs, lengths, [config["seed"]]))
+                    claims=claims)
+    if lengths:
+        result.add_figure("extrapolation", fig_extrapolation(runs, lengths, [config["seed"]]),
+                          "validation loss vs evaluation length (trained at the first length)")
     if config["ii_run"]:
-        ii = [E.train_indirect_indexing_arm(a, s, config) for s in config["ii_seeds"] for a in config["ii_arms"]]
+        ii = [train_indirect_indexing(a, s, config) for s in config["ii_seeds"] for a in config["ii_arms"]]
         result.metrics["indirect_indexing"] = ii
-        result.claims.append(E._claim_c(ii))
-        result.add_figure("indirect_indexing", E._fig_ii(ii))
+        if {"pope", "rope"} <= set(config["ii_arms"]):
+            result.claims.append(claim_c(ii))
+        result.add_figure("indirect_indexing", fig_ii(ii), "Indirect Indexing test accuracy per encoding")
     result.runtime_s = time.perf_counter() - t0
     result.notes = ("byte-level stdlib fallback (data_dir empty): NOT the paper's OpenWebText setting"
                     if not config["data_dir"] else f"data {config['data_dir']}, extrapolation data "
@@ -235,13 +345,12 @@ def run_paper(config: dict):
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m icml26.pope.scale CONFIG.json` (under torchrun for several GPUs): merge the JSON into the
-    paper config, run, save to runs/pope/paper (rank 0)."""
-    from icml26.pope.experiment import CONFIGS
+    """`python -m icml26.pope.scale CONFIG.json` (under torchrun for several GPUs): merge the JSON into
+    `PAPER_CONFIG`, run, save to runs/pope/paper (rank 0)."""
     from icml26.results import save_result
 
     argv = sys.argv[1:] if argv is None else argv
-    config = dict(CONFIGS["paper"])
+    config = dict(PAPER_CONFIG)
     if argv:
         overrides = json.loads(Path(argv[0]).read_text())
         unknown = set(overrides) - set(config) - {"_comment"}
@@ -250,8 +359,10 @@ def main(argv: list[str] | None = None) -> int:
         config.update({k: v for k, v in overrides.items() if k != "_comment"})
     config["scale"] = "paper"
     result = run_paper(config)
-    if int(os.environ.get("RANK", "0")) == 0:
-        print(save_result(result, Path(os.environ.get("ICML26_RUNS", "runs")) / "pope" / "paper"))
+    env = D.init_distributed()
+    D.save_on_main(env, lambda: print(save_result(result, Path(os.environ.get("ICML26_RUNS", "runs")) / "pope"
+                                                  / "paper")))
+    D.shutdown()
     return 0
 
 
