@@ -54,6 +54,76 @@ def test_smoke_run(tmp_path, monkeypatch):
     assert [c.id for c in res.claims][:3] == ["V1", "V2", "V3"]
     for c in res.claims:
         assert isinstance(c.held, bool) and c.measured is not None
-    assert np.isfinite(res.metrics["mae_eV"]["vit_pre"]["1"]["mean"])
+    assert np.isfinite(res.metrics["mae"]["vit_pre"]["1"]["mean"])
     assert res.metrics["efficiency"]["featurise_speedup_image"] > 0
-    assert set(res._pending_figures) == {"multishot_images", "mae_vs_label_fraction", "pretraining_losses"}
+    assert set(res._pending_figures) == {"multishot_images", "mae_vs_label_fraction", "pretraining_losses",
+                                        "validation_curves"}
+    assert all(c.paper for c in res.claims)
+
+
+def _errs(scale, n_seeds=3, n=40, seed=0):
+    rng = np.random.default_rng(seed)
+    base = [np.abs(rng.normal(size=n)) + 0.2 for _ in range(n_seeds)]
+    return base, [scale * b * (1 + 0.05 * rng.normal(size=n)) for b in base]
+
+
+def test_v1_claim_can_fail_and_says_when_it_cannot_decide():
+    from icml26.visioned.experiment import v1_claim
+
+    scratch, pre = _errs(0.6)
+    good = v1_claim(pre, scratch, n_boot=500)
+    assert good.held and good.gate and good.measured["ci_hi"] < 0.9 and "decided" in good.details
+    same = v1_claim(scratch, scratch, n_boot=500)  # a pretraining that does nothing: ratio 1
+    assert not same.held and abs(same.measured["ratio"] - 1) < 1e-12
+    rng = np.random.default_rng(1)  # a noisy arm around the threshold: the interval straddles 0.90
+    noisy = [s * (0.9 + 0.6 * rng.normal(size=len(s))).clip(0.05) for s in scratch]
+    c = v1_claim(noisy, scratch, n_boot=500)
+    assert c.measured["ci_lo"] < 0.9 < c.measured["ci_hi"] and "cannot decide" in c.details
+    assert c.paper
+
+
+def test_v2_claim_can_fail_and_checks_the_point_cloud_learned():
+    from icml26.visioned.experiment import v2_claim
+
+    mean, pc = _errs(0.5)
+    pre = [0.8 * e for e in pc]
+    assert v2_claim(pre, pc, mean, n_boot=300).held
+    worse = v2_claim([1.3 * e for e in pc], pc, mean, n_boot=300)  # images worse than point clouds
+    assert not worse.held and worse.measured["gain"] < 0
+    c = v2_claim(pre, mean, mean, n_boot=300)  # a point-cloud model no better than the mean predictor
+    assert "does NOT clearly beat" in c.details
+
+
+def test_v3_claim_can_fail():
+    from icml26.visioned.experiment import v3_claim
+
+    rng = np.random.default_rng(0)
+    t_img = 0.005 * (1 + 0.1 * rng.random(50))
+    assert v3_claim(t_img, 3 * t_img, n_boot=300).held
+    slow_render = v3_claim(t_img, 1.5 * t_img, n_boot=300)
+    assert not slow_render.held and "decided" in slow_render.details
+    with pytest.raises(ValueError, match="t_img"):
+        v3_claim(t_img, t_img[:3])
+
+
+def test_paired_bootstrap_pairs_molecules():
+    """A constant per-molecule ratio gives a zero-width interval; unpaired noise would widen it."""
+    from icml26.visioned.experiment import paired_ratio_ci
+
+    b = [np.random.default_rng(s).random(30) + 0.1 for s in range(3)]
+    r = paired_ratio_ci([0.7 * x for x in b], b, n_boot=200)
+    assert abs(r["ratio"] - 0.7) < 1e-12 and r["hi"] - r["lo"] < 1e-9
+
+
+def test_validate_config_rejects_bad_values():
+    from icml26.visioned.experiment import CONFIG_HELP, CONFIGS, EXPECTED_RUNTIME_S, validate_config
+
+    for scale in CONFIGS:
+        validate_config(CONFIGS[scale])
+        assert set(CONFIGS[scale]) <= set(CONFIG_HELP)
+    assert EXPECTED_RUNTIME_S["small"] <= 300
+    for key, bad in (("n_seeds", 0), ("n_seeds", 1.5), ("target", "esp_min"), ("label_fractions", []),
+                     ("label_fractions", [0.25, 1.5]), ("patch", 7), ("esp", "exactly"), ("workers", 0),
+                     ("report_arms", "yes"), ("isovalues", [0.05, -1]), ("ci", 1.0)):
+        with pytest.raises((ValueError, TypeError), match=key if key != "patch" else "patch"):
+            validate_config(CONFIGS["small"] | {key: bad})

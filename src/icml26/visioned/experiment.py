@@ -1,15 +1,22 @@
 """VisionED CPU reproduction (spec §6): ED images + physics-informed pretraining vs scratch / point clouds / ECFP.
 
-Data: the spec's core x substituent library (`data.enumerate_small_molecules`, <= 8 heavy atoms), a seeded
-stratified sample of N = 160 over cores; ETKDG(seed 0) + MMFF94 conformers; PySCF RHF/STO-3G densities on a
-0.25 A cube (cached per molecule); labels = HOMO-LUMO gap (eV) from the same SCF. No labelled QM data ships
-offline, so every label is computed here. Images: 6 shots x RGB-D x 32 x 32 at iso 0.05, Mulliken-charge
-ESP. Pretraining: all N molecules, label-free pretext targets only (mask 0.5; phys / comp / contrastive
-weights 1 / 0.5 / 0.1), one pretraining run (seed = config seed) shared by the fine-tunes of every split seed.
-Fine-tuning: random 70/15/15 splits with seeds seed, seed+1, seed+2; 25% and 100% of the training labels;
-best validation epoch. Baselines: the same ViT from scratch, PointNet++-lite on 1024-point ED clouds, ECFP
-MLP / RF. Claims (means over seeds): V1 pretrained <= 0.90 x scratch at 25% labels; V2 pretrained <=
-PointNet++-lite at 100%; V3 featurisation (render 6 shots vs threshold + FPS 1024) >= 2x faster for images.
+Data: the spec's core x substituent library (`data.enumerate_small_molecules`, <= 8 heavy atoms); the small run
+takes all of it (N = 332, the spec's 160 left V1 unable to decide: 24 test molecules per seed); ETKDG(seed 0) +
+MMFF94 conformers; PySCF RHF/STO-3G densities on a 0.25 A cube (computed once, in parallel, cached per
+molecule on disk); labels = HOMO-LUMO gap (eV) from the same SCF. No labelled QM data ships offline, so every
+label is computed here. Images: 6 shots x RGB-D x 32 x 32 at iso 0.05, Mulliken-charge ESP. Pretraining: all N
+molecules, label-free pretext targets only (mask 0.5; phys / comp / contrastive weights 1 / 0.5 / 0.1), one
+pretraining run (seed = config seed) shared by the fine-tunes of every split seed. Fine-tuning and the neural
+baselines: random 70/15/15 splits with seeds seed, seed+1, ...; 25% and 100% of the training labels; AdamW until
+the validation MAE has not improved for `patience` epochs (at most `finetune_epochs`), best validation epoch
+kept. Baselines: the same ViT from scratch, PointNet++-lite on 1024-point ED clouds, ECFP MLP / RF, and the
+training-label mean.
+
+Claims (`v1_claim`, `v2_claim`, `v3_claim` compute them from per-molecule errors / timings, so tests can feed
+them broken arms): V1 MAE(pretrained) <= 0.90 x MAE(scratch) at 25% labels; V2 MAE(pretrained) <=
+MAE(PointNet++-lite) at 100%; V3 featurisation (render 6 shots vs threshold + FPS 1024) >= 2x faster for
+images. Each ratio is pooled over seeds and test molecules (mean absolute errors over all (seed, molecule)
+pairs) with a paired bootstrap confidence interval that resamples seeds and, within each, test molecules.
 [ours] ViT width 64 (spec: 96) to fit the 5-minute CPU budget; see docs/visioned.md.
 """
 
@@ -17,31 +24,38 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from icml26.common.validation import (check_bool, check_choice, check_float, check_int, check_seed,
+                                      require_keys)
 from icml26.results import Claim, Result
 
 SLUG = "visioned"
+
+__all__ = ["CONFIGS", "CONFIG_HELP", "EXPECTED_RUNTIME_S", "validate_config", "run", "paired_ratio_ci",
+           "v1_claim", "v2_claim", "v3_claim"]
 
 _COMMON: dict[str, Any] = {
     "seed": 0, "n_seeds": 3, "data_seed": 0, "target": "gap_eV",
     "method": "HF", "basis": "sto-3g", "grid_spacing": 0.25, "margin": 4.0, "conformer_seed": 0,
     "n_views": 6, "isovalues": [0.05], "esp": "charges", "fov": 12.0,
     "mask_ratio": 0.5, "w_phys": 1.0, "w_comp": 0.5, "w_con": 0.1, "pretrain_lr": 1e-3, "batch_size": 32,
-    "label_fractions": [0.25, 1.0], "pc_threshold": 1e-3, "pc_arch": "pointnet++", "workers": 2,
-    "report_ood": False, "cache": "", "device": "cpu", "backend": "cpu",
+    "label_fractions": [0.25, 1.0], "patience": 10, "report_arms": True,
+    "pc_threshold": 1e-3, "pc_arch": "pointnet++", "workers": 2,
+    "n_boot": 2000, "ci": 0.95, "report_ood": False, "cache": "", "device": "cpu", "backend": "cpu",
 }
 CONFIGS: dict[str, dict[str, Any]] = {
     "smoke": _COMMON | {
         "n_molecules": 8, "max_heavy_atoms": 3, "n_seeds": 1, "img_size": 16, "patch": 8, "dim": 32, "depth": 1,
         "heads": 2, "pretrain_epochs": 1, "finetune_epochs": 2, "n_points": 128, "label_fractions": [0.5, 1.0],
-        "workers": 1,
+        "workers": 1, "n_boot": 200,
     },
     "small": _COMMON | {
-        "n_molecules": 160, "max_heavy_atoms": 8, "img_size": 32, "patch": 8, "dim": 64, "depth": 4, "heads": 4,
-        "pretrain_epochs": 30, "finetune_epochs": 30, "n_points": 1024,
+        "n_molecules": 332, "max_heavy_atoms": 8, "img_size": 32, "patch": 8, "dim": 64, "depth": 4, "heads": 4,
+        "pretrain_epochs": 30, "finetune_epochs": 60, "n_points": 1024,
     },
     # GPU configuration toward the paper (not run in CI): B3LYP/6-31G** densities, exact ESP, 224 px, ViT-B/16.
     # At this scale use `icml26.visioned.scale` (sharded storage, GPU4PySCF, DDP); `run` keeps the same
@@ -49,10 +63,242 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "paper": _COMMON | {
         "n_molecules": 332, "max_heavy_atoms": 8, "method": "B3LYP", "basis": "6-31g**", "grid_spacing": 0.2,
         "esp": "exact", "img_size": 224, "patch": 16, "dim": 768, "depth": 12, "heads": 12, "mask_ratio": 0.25,
-        "pretrain_epochs": 100, "finetune_epochs": 100, "n_points": 2048, "pretrain_lr": 1.5e-4,
+        "pretrain_epochs": 100, "finetune_epochs": 200, "patience": 20, "n_points": 2048, "pretrain_lr": 1.5e-4,
         "report_ood": True, "workers": 8, "device": "cuda", "backend": "gpu",
     },
 }
+
+CONFIG_HELP: dict[str, str] = {
+    "seed": "pretraining seed and first split seed (split seeds are seed .. seed + n_seeds - 1)",
+    "n_seeds": "number of random 70/15/15 splits (each fine-tune and baseline is run once per split)",
+    "data_seed": "seed of the stratified molecule sample",
+    "target": "downstream label: gap_eV (HOMO-LUMO gap, eV) or another of density.LABEL_KEYS (e.g. dipole_D)",
+    "n_molecules": "molecules taken from the library by a stratified sample over cores (all if >= library size)",
+    "max_heavy_atoms": "library filter: molecules with at most this many heavy atoms",
+    "method": "PySCF method: HF (RHF), UHF, or an XC functional such as B3LYP",
+    "basis": "PySCF basis set name",
+    "grid_spacing": "density cube spacing, Angstrom",
+    "margin": "cube padding around the atoms, Angstrom",
+    "conformer_seed": "ETKDG random seed of the conformer",
+    "n_views": "shots per isovalue (1..6: +x, -x, +y, -y, +z, -z cameras)",
+    "isovalues": "isosurface values, e/bohr^3 (two values = cross-scale shots)",
+    "esp": "surface colouring: charges (Mulliken point charges) or exact (PySCF ESP on the hit points)",
+    "fov": "field of view and depth range of every shot, Angstrom",
+    "img_size": "image height = width, pixels",
+    "patch": "ViT patch size, pixels",
+    "dim": "ViT width", "depth": "ViT blocks", "heads": "ViT attention heads",
+    "mask_ratio": "fraction of patch tokens masked in pretraining",
+    "w_phys": "weight of the physics-quantity pretext loss", "w_comp": "weight of the element-count loss",
+    "w_con": "weight of the cross-shot contrastive loss",
+    "pretrain_epochs": "pretraining epochs over all molecules", "pretrain_lr": "pretraining AdamW learning rate",
+    "batch_size": "batch size of pretraining and every neural fit",
+    "finetune_epochs": "most epochs of each neural fit (fine-tunes and the point-cloud model)",
+    "patience": "early stopping: epochs without a better validation MAE before a fit stops",
+    "label_fractions": "fractions of the training split that keep their labels (V1 uses the smallest, V2 the largest)",
+    "report_arms": "also run the report-only neural arms (scratch ViT at the largest and point cloud at the smallest "
+                   "fraction)",
+    "pc_threshold": "point-cloud density threshold, e/bohr^3",
+    "pc_arch": "point-cloud model: pointnet++ (PointNet++-lite) or pointnet",
+    "n_points": "points per ED point cloud (farthest-point sampled)",
+    "workers": "parallel single-thread worker processes (QM, featurisation, fits)",
+    "n_boot": "bootstrap resamples of the paired confidence intervals",
+    "ci": "confidence level of the intervals (two-sided)",
+    "report_ood": "also run the out-of-distribution split (train 6-ring + acyclic, test 5-ring; report only)",
+    "cache": "density cache folder ('' = icml26.common.cache_dir('visioned')/ed)",
+    "device": "torch device of the fits (cpu / cuda)",
+    "backend": "SCF backend: cpu (PySCF) or gpu (GPU4PySCF)",
+}
+EXPECTED_RUNTIME_S = {"smoke": 20, "small": 290, "paper": 24 * 3600}
+
+V1_THRESHOLD, V2_THRESHOLD, V3_THRESHOLD = 0.90, 1.0, 2.0
+
+
+def validate_config(config: dict[str, Any]) -> None:
+    """Raise ValueError/TypeError naming the first bad key of `config` (called by the CLI before any compute and
+    by `run`)."""
+    from icml26.visioned.density import COMP_KEYS, LABEL_KEYS, PHYS_KEYS
+
+    if not isinstance(config, dict):
+        raise TypeError(f"config must be a dict, got {type(config).__name__}")
+    require_keys(config, list(CONFIGS["small"]), "config")
+    c = config
+    for k in ("seed", "data_seed", "conformer_seed"):
+        check_seed(c[k], k)
+    for k, lo in (("n_seeds", 1), ("n_molecules", 8), ("max_heavy_atoms", 1), ("n_views", 1), ("img_size", 4),
+                  ("patch", 1), ("dim", 4), ("depth", 1), ("heads", 1), ("pretrain_epochs", 1), ("batch_size", 2),
+                  ("finetune_epochs", 1), ("patience", 0), ("n_points", 16), ("workers", 1), ("n_boot", 100)):
+        check_int(c[k], k, min=lo)
+    check_int(c["n_views"], "n_views", max=6)
+    if c["target"] not in LABEL_KEYS:
+        raise ValueError(f"target must be one of {LABEL_KEYS}, got {c['target']!r}")
+    if c["target"] in PHYS_KEYS + COMP_KEYS:  # pragma: no cover - the key lists are disjoint (asserted)
+        raise ValueError(f"target {c['target']!r} is a pretext target")
+    for k in ("method", "basis", "device", "cache"):
+        if not isinstance(c[k], str) or (k != "cache" and not c[k]):
+            raise TypeError(f"{k} must be a{' non-empty' if k != 'cache' else ''} string, got {c[k]!r}")
+    check_float(c["grid_spacing"], "grid_spacing", min=0.0, min_open=True)
+    check_float(c["margin"], "margin", min=0.0)
+    check_float(c["fov"], "fov", min=0.0, min_open=True)
+    check_float(c["pc_threshold"], "pc_threshold", min=0.0, min_open=True)
+    check_float(c["mask_ratio"], "mask_ratio", min=0.0, max=1.0, max_open=True)
+    for k in ("w_phys", "w_comp", "w_con"):
+        check_float(c[k], k, min=0.0)
+    check_float(c["pretrain_lr"], "pretrain_lr", min=0.0, min_open=True)
+    check_float(c["ci"], "ci", min=0.5, max=1.0, max_open=True)
+    for k, opts in (("esp", ("charges", "exact")), ("pc_arch", ("pointnet++", "pointnet")),
+                    ("backend", ("cpu", "gpu"))):
+        check_choice(c[k], k, opts)
+    for k in ("report_ood", "report_arms"):
+        check_bool(c[k], k)
+    for k in ("isovalues", "label_fractions"):
+        v = c[k]
+        if isinstance(v, (str, bytes)) or not isinstance(v, (list, tuple)) or not v:
+            raise TypeError(f"{k} must be a non-empty list of numbers, got {v!r}")
+        if len(set(map(float, v))) != len(v):
+            raise ValueError(f"{k} has duplicates: {v!r}")
+    for i, v in enumerate(c["isovalues"]):
+        check_float(v, f"isovalues[{i}]", min=0.0, min_open=True)
+    for i, v in enumerate(c["label_fractions"]):
+        check_float(v, f"label_fractions[{i}]", min=0.0, max=1.0, min_open=True)
+    if c["img_size"] % c["patch"]:
+        raise ValueError(f"img_size ({c['img_size']}) must be divisible by patch ({c['patch']})")
+    if c["dim"] % c["heads"] or c["dim"] % 4:
+        raise ValueError(f"dim ({c['dim']}) must be divisible by heads ({c['heads']}) and by 4")
+    if "scale" in c:
+        check_choice(c["scale"], "scale", ("smoke", "small", "paper"))
+
+
+# ---------------------------------------------------------------------------------------------- claims
+def paired_ratio_ci(err_a: Sequence[np.ndarray], err_b: Sequence[np.ndarray], n_boot: int = 2000,
+                    ci: float = 0.95, seed: int = 0) -> dict[str, Any]:
+    """Ratio of pooled mean absolute errors, sum(a) / sum(b), with a paired two-level bootstrap interval.
+
+    Args:
+        err_a, err_b: per seed s, the absolute errors (n_s,) of models a and b on the same test molecules.
+        n_boot: bootstrap resamples; ci: two-sided level. Each resample draws seeds with replacement and, within
+            each drawn seed, test molecules with replacement, keeping a and b paired on every molecule.
+    Returns:
+        {"ratio", "lo", "hi", "per_seed": [ratio per seed], "mae_a": [...], "mae_b": [...]}.
+    """
+    a = [np.asarray(x, float).ravel() for x in err_a]
+    b = [np.asarray(x, float).ravel() for x in err_b]
+    if not a or len(a) != len(b) or any(len(x) != len(y) or len(x) == 0 for x, y in zip(a, b)):
+        raise ValueError("err_a and err_b must hold, per seed, paired non-empty error arrays of equal length")
+    if any(not np.all(np.isfinite(x)) for x in a + b):
+        raise ValueError("err_a / err_b must be finite")
+    n_boot = check_int(n_boot, "n_boot", min=1)
+    ci = check_float(ci, "ci", min=0.0, max=1.0, min_open=True, max_open=True)
+    rng = np.random.default_rng(seed)
+    S = len(a)
+    sa, sb = np.empty(n_boot), np.empty(n_boot)
+    seeds = rng.integers(S, size=(n_boot, S))
+    for k in range(n_boot):
+        ta = tb = 0.0
+        for s in seeds[k]:
+            idx = rng.integers(len(a[s]), size=len(a[s]))
+            ta += a[s][idx].sum()
+            tb += b[s][idx].sum()
+        sa[k], sb[k] = ta, tb
+    ratios = sa / np.maximum(sb, 1e-300)
+    q = (1 - ci) / 2
+    total_b = sum(x.sum() for x in b)
+    return {"ratio": float(sum(x.sum() for x in a) / max(total_b, 1e-300)),
+            "lo": float(np.quantile(ratios, q)), "hi": float(np.quantile(ratios, 1 - q)),
+            "per_seed": [float(x.sum() / max(y.sum(), 1e-300)) for x, y in zip(a, b)],
+            "mae_a": [float(x.mean()) for x in a], "mae_b": [float(y.mean()) for y in b]}
+
+
+def _decides(r: dict[str, Any], threshold: float, ci: float) -> str:
+    if r["hi"] <= threshold:
+        return f"decided: the whole {ci:.0%} interval is <= {threshold:g}"
+    if r["lo"] > threshold:
+        return f"decided: the whole {ci:.0%} interval is > {threshold:g}"
+    return (f"cannot decide at this size: the {ci:.0%} interval [{r['lo']:.3f}, {r['hi']:.3f}] contains the "
+            f"threshold {threshold:g} (seed-to-seed and molecule-to-molecule spread larger than the margin)")
+
+
+def _decides_ge(r: dict[str, Any], threshold: float, ci: float) -> str:
+    if r["lo"] >= threshold:
+        return f"decided: the whole {ci:.0%} interval is >= {threshold:g}"
+    if r["hi"] < threshold:
+        return f"decided: the whole {ci:.0%} interval is < {threshold:g}"
+    return f"cannot decide at this size: the {ci:.0%} interval [{r['lo']:.2f}, {r['hi']:.2f}] contains {threshold:g}"
+
+
+def _fmt(v: Sequence[float]) -> str:
+    return ", ".join(f"{x:.3f}" for x in v)
+
+
+def v1_claim(err_pre: Sequence[np.ndarray], err_scratch: Sequence[np.ndarray], *, frac: float = 0.25,
+             target: str = "gap_eV", n_boot: int = 2000, ci: float = 0.95, seed: int = 0,
+             mean_mae: Sequence[float] | None = None) -> Claim:
+    """V1 (gate): pooled MAE(pretrained) / MAE(scratch) at the scarce label fraction <= 0.90."""
+    r = paired_ratio_ci(err_pre, err_scratch, n_boot, ci, seed)
+    unit = target.rsplit("_", 1)[-1]
+    ref = f"; training-mean predictor per seed [{_fmt(mean_mae)}] {unit}" if mean_mae is not None else ""
+    return Claim(
+        "V1", "Physics-informed pretraining helps under label scarcity.",
+        f"MAE(pretrained) / MAE(scratch), {target}, {frac:.0%} labels, pooled over {len(r['per_seed'])} seeds x "
+        f"{sum(len(np.ravel(e)) for e in err_pre)} test molecules",
+        {"ratio": r["ratio"], "ci_lo": r["lo"], "ci_hi": r["hi"]}, f"<= {V1_THRESHOLD:g} (point estimate)",
+        r["ratio"] <= V1_THRESHOLD, True,
+        f"{_decides(r, V1_THRESHOLD, ci)}. Paired bootstrap ({n_boot} resamples over seeds, then test molecules "
+        f"within each seed). Per seed: ratio [{_fmt(r['per_seed'])}], pretrained MAE [{_fmt(r['mae_a'])}], scratch "
+        f"MAE [{_fmt(r['mae_b'])}] {unit}{ref}. By construction (sanity): both arms share the split, the labelled "
+        "subset, the test molecules, the recipe and the architecture; only the initialisation differs. Can fail: "
+        "the ratio itself (a pretraining that does not help gives ~1).",
+        paper="qualitative: 'more robust under data scarcity' (abstract); no pretrained-vs-scratch figure given")
+
+
+def v2_claim(err_pre: Sequence[np.ndarray], err_pc: Sequence[np.ndarray], err_mean: Sequence[np.ndarray], *,
+             frac: float = 1.0, target: str = "gap_eV", arch: str = "pointnet++", n_boot: int = 2000,
+             ci: float = 0.95, seed: int = 0) -> Claim:
+    """V2 (gate): pooled MAE(pretrained ViT) <= MAE(point-cloud model) at the full label fraction; also reports
+    whether the point-cloud model beats the training-mean predictor (its own paired interval)."""
+    r = paired_ratio_ci(err_pre, err_pc, n_boot, ci, seed)
+    m = paired_ratio_ci(err_pc, err_mean, n_boot, ci, seed + 1)
+    vm = paired_ratio_ci(err_pre, err_mean, n_boot, ci, seed + 2)
+    unit = target.rsplit("_", 1)[-1]
+    learned = ("the point-cloud model beats the training-mean predictor clearly (whole interval < 1)" if m["hi"] < 1
+               else "the point-cloud model does NOT clearly beat the training-mean predictor (interval reaches 1): "
+                    "V2 then compares an image model with one that learned little")
+    return Claim(
+        "V2", "ED images beat ED point clouds.",
+        f"MAE(pretrained ViT) / MAE({arch}), {target}, {frac:.0%} labels, pooled over seeds x test molecules; "
+        "relative gain = 1 - ratio",
+        {"ratio": r["ratio"], "ci_lo": r["lo"], "ci_hi": r["hi"], "gain": 1 - r["ratio"]},
+        f"ratio <= {V2_THRESHOLD:g} (image MAE <= point-cloud MAE)", r["ratio"] <= V2_THRESHOLD, True,
+        f"{_decides(r, V2_THRESHOLD, ci)}. Per seed: ratio [{_fmt(r['per_seed'])}], pretrained MAE "
+        f"[{_fmt(r['mae_a'])}], point cloud MAE [{_fmt(r['mae_b'])}], training-mean MAE [{_fmt(m['mae_b'])}] {unit}. "
+        f"Point cloud / mean predictor {m['ratio']:.3f} [{m['lo']:.3f}, {m['hi']:.3f}]; pretrained image / mean "
+        f"predictor {vm['ratio']:.3f} [{vm['lo']:.3f}, {vm['hi']:.3f}]: {learned}. By construction (sanity): same "
+        "splits, labels, early-stopping recipe and cached densities for both representations. Can fail: the ratio.",
+        paper="+26.2% performance of ED images over ED point clouds (abstract)")
+
+
+def v3_claim(t_img: Sequence[float], t_pc: Sequence[float], *, n_points: int = 1024, n_boot: int = 2000,
+             ci: float = 0.95, seed: int = 0, extra: str = "") -> Claim:
+    """V3 (gate): median featurisation time of a point cloud / of the 6 shots >= 2, per molecule from the cache."""
+    ti, tp = np.asarray(t_img, float), np.asarray(t_pc, float)
+    if ti.shape != tp.shape or ti.ndim != 1 or len(ti) == 0 or np.any(ti <= 0) or np.any(tp <= 0):
+        raise ValueError("t_img and t_pc must be paired positive per-molecule times of equal length")
+    ratio = float(np.median(tp) / np.median(ti))
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(len(ti), size=(n_boot, len(ti)))
+    boot = np.median(tp[idx], 1) / np.median(ti[idx], 1)
+    q = (1 - ci) / 2
+    r = {"ratio": ratio, "lo": float(np.quantile(boot, q)), "hi": float(np.quantile(boot, 1 - q))}
+    return Claim(
+        "V3", "Images are cheaper than point clouds.",
+        f"featurisation speed-up from the cached cube: median t(threshold + FPS {n_points}) / median t(render 6 "
+        "shots), per molecule, one thread, both in the same worker",
+        {"speedup": ratio, "ci_lo": r["lo"], "ci_hi": r["hi"]}, f">= {V3_THRESHOLD:g}x (gate); bytes, epoch time "
+        "and memory reported", ratio >= V3_THRESHOLD, True,
+        f"{_decides_ge(r, V3_THRESHOLD, ci)}; bootstrap over molecules. Median render {1e3 * np.median(ti):.1f} ms vs point cloud {1e3 * np.median(tp):.1f} ms per "
+        f"molecule (both vectorised numpy: shared-volume ray casting; gemv-based exact FPS). {extra} By "
+        "construction (sanity): both start from the same cached cube in the same process. Can fail: the ratio.",
+        paper="2.6x less memory and 4.6x less time for ED images than ED point clouds (abstract); the paper does not "
+              "say which part of the pipeline it timed")
 
 
 # ---------------------------------------------------------------------------------------------- workers
@@ -111,7 +357,8 @@ def _fit_job(kind: str, seed: int, frac: float, split: tuple, X: Any, y: np.ndar
 
     tr, va, te = split
     t0 = time.perf_counter()
-    common = {"epochs": cfg["finetune_epochs"], "batch_size": cfg["batch_size"], "seed": seed, "device": cfg["device"]}
+    common = {"epochs": cfg["finetune_epochs"], "patience": cfg["patience"], "batch_size": cfg["batch_size"],
+              "seed": seed, "device": cfg["device"]}
     if kind in ("vit_pre", "vit_scratch"):
         bb = None
         if kind == "vit_pre":
@@ -124,15 +371,16 @@ def _fit_job(kind: str, seed: int, frac: float, split: tuple, X: Any, y: np.ndar
     elif kind in ("ecfp_mlp", "ecfp_rf"):
         Xs = np.asarray(X, dtype=object)
         est = ECFPRegressor(kind.split("_")[1], seed=seed).fit(list(Xs[tr]), y[tr])
-        pred = est.predict(list(Xs[te]))
-        return {"kind": kind, "seed": seed, "frac": frac, "tag": tag, "mae": float(np.mean(np.abs(pred - y[te]))),
-                "time_s": time.perf_counter() - t0, "epoch_times": [], "n_train": len(tr)}
+        err = np.abs(est.predict(list(Xs[te])) - y[te])
+        return {"kind": kind, "seed": seed, "frac": frac, "tag": tag, "mae": float(err.mean()), "err": err,
+                "test": np.asarray(te), "time_s": time.perf_counter() - t0, "epoch_times": [], "n_train": len(tr)}
     else:
         raise ValueError(f"unknown kind {kind!r}")
-    pred = est.predict(X[te])
+    err = np.abs(est.predict(X[te]) - y[te])
     h = est.history_
-    return {"kind": kind, "seed": seed, "frac": frac, "tag": tag, "mae": float(np.mean(np.abs(pred - y[te]))),
-            "time_s": time.perf_counter() - t0, "epoch_times": h["epoch_times"], "best_epoch": h["best_epoch"],
+    return {"kind": kind, "seed": seed, "frac": frac, "tag": tag, "mae": float(err.mean()), "err": err,
+            "test": np.asarray(te), "time_s": time.perf_counter() - t0, "epoch_times": h["epoch_times"],
+            "best_epoch": h["best_epoch"], "n_epochs": len(h["epoch_times"]), "val_curve": h["val_mae"],
             "n_train": len(tr)}
 
 
@@ -169,11 +417,13 @@ def _dispatch(**job: Any) -> dict[str, Any]:
 
 def _init_worker() -> None:
     import os
+    import signal
 
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it terminates the pool
+    os.environ["OMP_NUM_THREADS"] = "1"
     import torch
 
     torch.set_num_threads(1)
-    os.environ["OMP_NUM_THREADS"] = "1"
 
 
 def _schedule(jobs: list[tuple[dict[str, Any], float]], after_pretrain, workers: int):
@@ -241,6 +491,7 @@ def run(config: dict[str, Any]) -> Result:
     from icml26.visioned.density import COMP_KEYS, PHYS_KEYS, EDCalculator, check_no_leakage
     from icml26.visioned.metrics import representation_bytes, training_step_memory
 
+    validate_config(config)
     cfg = dict(config)
     scale = cfg.get("scale", "small")
     t_start = time.perf_counter()
@@ -248,7 +499,7 @@ def run(config: dict[str, Any]) -> Result:
     check_no_leakage(PHYS_KEYS + COMP_KEYS, [cfg["target"]])
     timings: dict[str, float] = {}
 
-    # 1. molecules + densities (cached)
+    # 1. molecules + densities (computed once, in parallel, cached on disk)
     lib = enumerate_small_molecules(cfg["max_heavy_atoms"])
     mols = stratified_sample(lib, min(cfg["n_molecules"], len(lib)), seed=cfg["data_seed"])
     smiles = [m["smiles"] for m in mols]
@@ -262,7 +513,7 @@ def run(config: dict[str, Any]) -> Result:
     y = np.array([r.props[cfg["target"]] for r in recs])
     N = len(recs)
 
-    # 2. featurisation, timed per molecule (both representations from the same cached cube)
+    # 2. featurisation, timed per molecule (both representations from the same cached cube, same worker)
     t0 = time.perf_counter()
     w = max(1, min(cfg["workers"], N // 2))
     chunks = [recs[i::w] for i in range(w)]
@@ -275,12 +526,23 @@ def run(config: dict[str, Any]) -> Result:
     timings["featurise_s"] = time.perf_counter() - t0
     pretext = {k: [r.pretext[k] for r in recs] for k in PHYS_KEYS + COMP_KEYS}
 
-    # 3. jobs: pretraining + every fit that does not need it (phase A), then the pretrained fine-tunes (phase B)
+    # 3. jobs: pretraining + every fit that does not need it, then the pretrained fine-tunes as soon as it is done
     seeds = [cfg["seed"] + i for i in range(cfg["n_seeds"])]
-    fracs = [float(f) for f in cfg["label_fractions"]]
+    fracs = sorted(float(f) for f in cfg["label_fractions"])
+    lo_f, hi_f = fracs[0], fracs[-1]
     splits = {s: _splits(N, s, fracs) for s in seeds}
     inputs = {"vit_scratch": images, "pointcloud": pcs, "ecfp_mlp": np.array(smiles, dtype=object),
               "ecfp_rf": np.array(smiles, dtype=object), "vit_pre": images}
+
+    def arms(frac: float) -> list[str]:
+        """The fits at one label fraction: the gated comparisons always, the rest if `report_arms`."""
+        need = {"vit_pre", "ecfp_mlp", "ecfp_rf"}
+        if frac == lo_f or cfg["report_arms"]:
+            need.add("vit_scratch")
+        if frac == hi_f or cfg["report_arms"]:
+            need.add("pointcloud")
+        return sorted(need)
+
     ood = None
     if cfg["report_ood"]:
         cls = np.array([ring_class(m["core"]) for m in mols])
@@ -288,10 +550,13 @@ def run(config: dict[str, Any]) -> Result:
         rest = np.random.default_rng(cfg["seed"]).permutation(np.nonzero(cls != "5ring")[0])
         n_va = max(2, len(rest) // 6)
         ood = (np.sort(rest[n_va:]), np.sort(rest[:n_va]), te)
-    jobs = [({"fn": "pretrain", "images": images, "pretext": pretext, "cfg": cfg}, 100.0)]
-    cost = {"pointcloud": 3.0, "vit_scratch": 2.0, "vit_pre": 2.0, "ecfp_mlp": 0.3, "ecfp_rf": 0.2}
+    # expected cost (relative) so that the longest jobs start first
+    cost = {"pointcloud": 4.0, "vit_scratch": 2.0, "vit_pre": 2.0, "ecfp_mlp": 0.3, "ecfp_rf": 0.2}
+    jobs = [({"fn": "pretrain", "images": images, "pretext": pretext, "cfg": cfg}, 1e3)]
     for frac in fracs:
-        for kind in ("pointcloud", "vit_scratch", "ecfp_mlp", "ecfp_rf"):
+        for kind in arms(frac):
+            if kind == "vit_pre":
+                continue
             for s in seeds:
                 jobs.append(({"fn": "fit", "kind": kind, "seed": s, "frac": frac, "split": splits[s][frac],
                               "X": inputs[kind], "y": y, "cfg": cfg}, cost[kind] * frac))
@@ -314,24 +579,27 @@ def run(config: dict[str, Any]) -> Result:
     timings["models_s"] = time.perf_counter() - t0
     timings["pretrain_s"] = pre["time_s"]
 
-    # 4. aggregate
+    # 4. aggregate: per (model, fraction) the per-seed test errors, and the training-mean reference
     models = ["vit_pre", "vit_scratch", "pointcloud", "ecfp_mlp", "ecfp_rf"]
-    mae: dict[str, dict[str, list[float]]] = {m: {} for m in models}
+    errs: dict[str, dict[float, dict[int, np.ndarray]]] = {m: {} for m in models}
     for r in fits:
         if r["tag"] == "":
-            mae[r["kind"]].setdefault(f"{r['frac']:g}", []).append(r["mae"])
-    # reference: predicting the training-label mean (what a model that learned nothing scores)
-    mae["mean_predictor"] = {f"{f:g}": [float(np.mean(np.abs(y[splits[s][f][2]] - y[splits[s][f][0]].mean())))
-                                        for s in seeds] for f in fracs}
-    summary = {m: {f: {"mean": float(np.mean(v)), "std": float(np.std(v)), "per_seed": v} for f, v in d.items()}
-               for m, d in mae.items()}
-    lo, hi = f"{min(fracs):g}", f"{max(fracs):g}"
+            errs[r["kind"]].setdefault(r["frac"], {})[r["seed"]] = r["err"]
+    errs["mean_predictor"] = {f: {s: np.abs(y[splits[s][f][2]] - y[splits[s][f][0]].mean()) for s in seeds}
+                              for f in fracs}
+    summary = {m: {f"{f:g}": {"mean": float(np.mean([e.mean() for e in d.values()])),
+                              "std": float(np.std([e.mean() for e in d.values()])),
+                              "per_seed": [float(d[s].mean()) for s in seeds]}
+                   for f, d in by_f.items()} for m, by_f in errs.items()}
+    lo, hi = f"{lo_f:g}", f"{hi_f:g}"
 
     def mean(m, f):
         return summary[m][f]["mean"]
 
+    def per_seed_errs(m: str, f: float) -> list[np.ndarray]:
+        return [errs[m][f][s] for s in seeds]
+
     # efficiency: featurisation, bytes, epoch time and training-step memory (same batch size, one thread)
-    feat_ratio = float(np.median(t_pc) / np.median(t_img))
     bytes_img, bytes_pc = representation_bytes(images[0]), representation_bytes(pcs[0])
     from icml26.visioned.baselines import PointNet, PointNetPPLite
     from icml26.visioned.model import VisionEDViT, _Head
@@ -345,8 +613,8 @@ def run(config: dict[str, Any]) -> Result:
     mem_img = training_step_memory(vit_net, torch.as_tensor(images[:bsz]), torch.zeros(bsz, 1))
     mem_pc = training_step_memory(pc_net, torch.as_tensor(pcs[:bsz]), torch.zeros(bsz, 1))
     # training time per epoch, measured back to back in this process (the fits' own epoch times depend on what
-    # ran next to them): one epoch over the 100%-label training set of the first seed, after a warm-up step
-    n_tr = len(splits[seeds[0]][float(hi)][0])
+    # ran next to them): one epoch over the largest training set of the first seed, after a warm-up step
+    n_tr = len(splits[seeds[0]][hi_f][0])
     pc_in = torch.as_tensor(pcs[:n_tr])
     pc_in = (pc_in,) + (pc_net.neighbours(pc_in) if isinstance(pc_net, PointNetPPLite) else ())  # as in the fits
     ep_time = {"image": _epoch_time(vit_net, (torch.as_tensor(images[:n_tr]),), bsz),
@@ -355,13 +623,14 @@ def run(config: dict[str, Any]) -> Result:
     eff = {
         "featurise_ms_per_molecule": {"image": 1e3 * float(np.median(t_img)),
                                       "point_cloud": 1e3 * float(np.median(t_pc))},
-        "featurise_speedup_image": feat_ratio,
+        "featurise_speedup_image": float(np.median(t_pc) / np.median(t_img)),
         "bytes_per_molecule": {"image": bytes_img, "point_cloud": bytes_pc, "pc_over_image": bytes_pc / bytes_img},
-        "train_epoch_s_100pct": ep_time,
+        "train_epoch_s_largest_fraction": ep_time,
         "epoch_time_pc_over_image": ep_time["point_cloud"] / ep_time["image"],
         "fit_epoch_s_median": {k: float(np.median([np.median(r["epoch_times"]) for r in fits
                                                    if r["kind"] == k and r["tag"] == "" and r["epoch_times"]]))
-                               for k in ("vit_pre", "vit_scratch", "pointcloud")},
+                               for k in ("vit_pre", "vit_scratch", "pointcloud")
+                               if any(r["kind"] == k and r["epoch_times"] for r in fits)},
         "train_step_peak_bytes": {"image": mem_img, "point_cloud": mem_pc},
         "train_memory_pc_over_image": mem_pc["total"] / mem_img["total"],
         "architectures": {"image": f"VisionEDViT dim {cfg['dim']} depth {cfg['depth']} patch {cfg['patch']} "
@@ -371,55 +640,42 @@ def run(config: dict[str, Any]) -> Result:
     }
 
     # 5. claims
-    v1 = mean("vit_pre", lo) / mean("vit_scratch", lo)
-    v2_gain = 1 - mean("vit_pre", hi) / mean("pointcloud", hi)
-
-    def per_seed(m, f):
-        return ", ".join(f"{x:.3f}" for x in summary[m][f]["per_seed"])
-
     unit = cfg["target"].rsplit("_", 1)[-1]  # gap_eV -> eV, dipole_D -> D
+    boot = {"n_boot": cfg["n_boot"], "ci": cfg["ci"], "seed": cfg["seed"]}
     claims = [
-        Claim("V1", "Physics-informed pretraining helps under label scarcity.",
-              f"MAE(pretrained) / MAE(scratch), {cfg['target']}, {float(lo):.0%} labels, "
-              f"mean over {len(seeds)} seeds",
-              v1, "<= 0.90", v1 <= 0.90, True,
-              f"pretrained {mean('vit_pre', lo):.3f} ± {summary['vit_pre'][lo]['std']:.3f} {unit} "
-              f"[{per_seed('vit_pre', lo)}]"
-              f"; scratch {mean('vit_scratch', lo):.3f} ± {summary['vit_scratch'][lo]['std']:.3f} {unit} "
-              f"[{per_seed('vit_scratch', lo)}]; training-mean predictor {mean('mean_predictor', lo):.3f} {unit}"),
-        Claim("V2", "ED images beat ED point clouds (paper: +26.2%).",
-              f"relative gain 1 - MAE(pretrained ViT) / MAE({cfg['pc_arch']}), {float(hi):.0%} labels",
-              v2_gain, ">= 0 (image MAE <= point-cloud MAE)", v2_gain >= 0, True,
-              f"pretrained {mean('vit_pre', hi):.3f} ± {summary['vit_pre'][hi]['std']:.3f} {unit} "
-              f"[{per_seed('vit_pre', hi)}]"
-              f"; point cloud {mean('pointcloud', hi):.3f} ± {summary['pointcloud'][hi]['std']:.3f} {unit} "
-              f"[{per_seed('pointcloud', hi)}]; training-mean predictor {mean('mean_predictor', hi):.3f} {unit} "
-              f"(point cloud / mean predictor = {mean('pointcloud', hi) / mean('mean_predictor', hi):.2f}, "
-              f"pretrained image / mean predictor = {mean('vit_pre', hi) / mean('mean_predictor', hi):.2f}; a ratio "
-              "near 1 means the model learned little at this budget)"),
-        Claim("V3", "Images are cheaper than point clouds (paper: 4.6x less time, 2.6x less memory).",
-              "featurisation speed-up from the cached cube: median t(threshold + FPS) / t(render 6 shots)",
-              feat_ratio, ">= 2x (gate); bytes, epoch time and memory reported", feat_ratio >= 2.0, True,
-              f"render {eff['featurise_ms_per_molecule']['image']:.1f} ms vs point cloud "
-              f"{eff['featurise_ms_per_molecule']['point_cloud']:.1f} ms per molecule; bytes/molecule image "
-              f"{bytes_img} vs pc {bytes_pc}; epoch time (100% labels) ViT {ep_time['image']:.2f} s vs "
-              f"{cfg['pc_arch']} {ep_time['point_cloud']:.2f} s (pc/image {eff['epoch_time_pc_over_image']:.2f}x); "
-              f"training-step memory image {mem_img['total'] / 2**20:.1f} MiB vs pc {mem_pc['total'] / 2**20:.1f} MiB "
-              f"(pc/image {eff['train_memory_pc_over_image']:.2f}x)"),
-        Claim("R1", "VisionED (pretrained) vs fingerprint baselines (report only).",
-              f"MAE {cfg['target']} at {float(hi):.0%} labels: pretrained ViT vs best of ECFP-MLP / ECFP-RF",
-              {"vit_pre": mean("vit_pre", hi), "ecfp_mlp": mean("ecfp_mlp", hi), "ecfp_rf": mean("ecfp_rf", hi)},
-              "pretrained <= best ECFP", mean("vit_pre", hi) <= min(mean("ecfp_mlp", hi), mean("ecfp_rf", hi)), False,
-              f"at {float(lo):.0%}: pretrained {mean('vit_pre', lo):.3f}, ECFP-MLP {mean('ecfp_mlp', lo):.3f}, "
-              f"ECFP-RF {mean('ecfp_rf', lo):.3f} {unit}"),
+        v1_claim(per_seed_errs("vit_pre", lo_f), per_seed_errs("vit_scratch", lo_f), frac=lo_f,
+                 target=cfg["target"], mean_mae=summary["mean_predictor"][lo]["per_seed"], **boot),
+        v2_claim(per_seed_errs("vit_pre", hi_f), per_seed_errs("pointcloud", hi_f),
+                 per_seed_errs("mean_predictor", hi_f), frac=hi_f, target=cfg["target"], arch=cfg["pc_arch"],
+                 **boot),
+        v3_claim(t_img, t_pc, n_points=cfg["n_points"], **boot, extra=(
+            f"Bytes/molecule image {bytes_img} vs pc {bytes_pc}; epoch time ({hi_f:.0%} labels, {n_tr} molecules) "
+            f"ViT {ep_time['image']:.2f} s vs {cfg['pc_arch']} {ep_time['point_cloud']:.2f} s (pc/image "
+            f"{eff['epoch_time_pc_over_image']:.2f}x); training-step memory image {mem_img['total'] / 2**20:.1f} "
+            f"MiB vs pc {mem_pc['total'] / 2**20:.1f} MiB (pc/image {eff['train_memory_pc_over_image']:.2f}x), "
+            "report only.")),
     ]
+    best_ecfp = min(mean("ecfp_mlp", hi), mean("ecfp_rf", hi))
+    claims.append(Claim(
+        "R1", "VisionED (pretrained) beats fingerprint baselines (report only).",
+        f"MAE {cfg['target']} at {hi_f:.0%} labels: pretrained ViT vs best of ECFP-MLP / ECFP-RF",
+        {"vit_pre": mean("vit_pre", hi), "ecfp_mlp": mean("ecfp_mlp", hi), "ecfp_rf": mean("ecfp_rf", hi)},
+        "pretrained <= best ECFP", mean("vit_pre", hi) <= best_ecfp, False,
+        f"per seed at {hi_f:.0%}: pretrained [{_fmt(summary['vit_pre'][hi]['per_seed'])}], ECFP-MLP "
+        f"[{_fmt(summary['ecfp_mlp'][hi]['per_seed'])}], ECFP-RF [{_fmt(summary['ecfp_rf'][hi]['per_seed'])}] {unit}; "
+        f"at {lo_f:.0%}: pretrained {mean('vit_pre', lo):.3f}, ECFP-MLP {mean('ecfp_mlp', lo):.3f}, ECFP-RF "
+        f"{mean('ecfp_rf', lo):.3f} {unit}. Report only (the spec does not gate it); can fail.",
+        paper="up to 27.0% better than state-of-the-art baselines on photovoltaic and chromophore benchmarks "
+              "(abstract; the baselines are not named)"))
     if ood is not None:
         o = {r["kind"]: r["mae"] for r in fits if r["tag"] == "ood"}
         claims.append(Claim("R2", "More robust under distribution shift (report only).",
                             f"MAE {cfg['target']}, train 6-ring + acyclic cores, test 5-ring heteroaromatics, "
                             "one seed", o,
                             "pretrained <= every baseline", o["vit_pre"] <= min(o.values()), False,
-                            f"{len(ood[0])} train / {len(ood[2])} test molecules"))
+                            f"{len(ood[0])} train / {len(ood[2])} test molecules, one split: no interval, a single "
+                            "seed cannot separate the models; report only.",
+                            paper="qualitative: 'more robust under distribution shift' (abstract)"))
 
     # 6. figures
     result = Result(slug=SLUG, scale=scale, config=cfg, claims=claims)
@@ -452,9 +708,18 @@ def run(config: dict[str, Any]) -> Result:
                     yerr=[summary[m][f]["std"] for f in fs], marker="o", capsize=3, label=labels[m])
     ax.set_xlabel("% of training labels")
     ax.set_ylabel(f"test MAE, {cfg['target']}")
-    ax.set_title(f"N = {N}, {len(seeds)} seeds (mean ± std)")
+    ax.set_title(f"N = {N}, {len(seeds)} seeds (mean ± std over seeds)")
     ax.legend(fontsize=7)
     result.add_figure("mae_vs_label_fraction", fig)
+    fig, ax = new_figure()
+    for r in fits:
+        if r["tag"] == "" and r.get("val_curve") and r["seed"] == seeds[0]:
+            ax.plot(r["val_curve"], label=f"{labels[r['kind']]} {r['frac']:.0%}")
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("validation MAE (z-scored)")
+    ax.set_title(f"early stopping (patience {cfg['patience']}), split seed {seeds[0]}")
+    ax.legend(fontsize=6)
+    result.add_figure("validation_curves", fig)
     fig, ax = new_figure()
     hist = pre["history"]
     for k in ("total", "mim", "phys", "comp", "con"):
@@ -466,18 +731,20 @@ def run(config: dict[str, Any]) -> Result:
     result.add_figure("pretraining_losses", fig)
 
     timings["total_s"] = time.perf_counter() - t_start
-    gaps = y
     result.metrics = {
-        "n_molecules": N, "n_cached_before_run": n_cached, "timings_s": timings, "mae_eV": summary,
-        "efficiency": eff, "label_stats": {"gap_eV_mean": float(gaps.mean()), "gap_eV_std": float(gaps.std()),
-                                           "gap_eV_min": float(gaps.min()), "gap_eV_max": float(gaps.max())},
+        "n_molecules": N, "n_cached_before_run": n_cached, "timings_s": timings, "mae": summary,
+        "efficiency": eff, "label_stats": {"mean": float(y.mean()), "std": float(y.std()), "min": float(y.min()),
+                                           "max": float(y.max()), "unit": unit},
+        "split_sizes": {f"{f:g}": {"train": len(splits[seeds[0]][f][0]), "val": len(splits[seeds[0]][f][1]),
+                                   "test": len(splits[seeds[0]][f][2])} for f in fracs},
         "pretrain_history_first_last": [hist[0], hist[-1]],
         "qm_time_s_per_molecule_median": float(np.median([r.timings.get("scf_s", 0) + r.timings.get("cube_s", 0)
                                                           for r in recs])),
-        "best_epochs": {m: [r.get("best_epoch") for r in fits if r["kind"] == m and r["tag"] == ""]
-                        for m in ("vit_pre", "vit_scratch", "pointcloud")},
+        "epochs_run_and_best": {m: {f"{r['frac']:g}/{r['seed']}": [r.get("n_epochs"), r.get("best_epoch")]
+                                    for r in fits if r["kind"] == m and r["tag"] == ""}
+                                for m in ("vit_pre", "vit_scratch", "pointcloud")},
     }
-    result.notes = (f"{N} molecules ({n_cached} densities cached before the run); gap std {gaps.std():.2f} eV "
-                    f"(predicting the training mean gives MAE ~{np.mean(np.abs(gaps - gaps.mean())):.2f} eV). "
-                    f"Timings (s): " + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()))
+    result.notes = (f"{N} molecules ({n_cached} densities cached before the run); {cfg['target']} std {y.std():.2f} "
+                    f"{unit} (predicting the training mean gives MAE ~{np.mean(np.abs(y - y.mean())):.2f} {unit}). "
+                    "Timings (s): " + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()))
     return result

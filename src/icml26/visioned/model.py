@@ -388,6 +388,10 @@ class VisionEDPretrainer(nn.Module):
         out["total"] = total if isinstance(total, torch.Tensor) else torch.zeros(())
         return out
 
+    def forward(self, batch: tuple) -> dict[str, torch.Tensor]:
+        """`loss_terms(*batch)`: the module call that DistributedDataParallel wraps (its gradients are synced)."""
+        return self.loss_terms(*batch)
+
     # ------------------------------------------------------------------ training
     def _targets(self, pretext: dict[str, Sequence[float]] | None, n: int):
         if pretext is None:

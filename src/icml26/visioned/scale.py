@@ -16,7 +16,8 @@ VisionED pretrains on ~2 M molecules / 12 M images. The pieces that scale:
    PHYS_KEYS + COMP_KEYS order), ``labels.npy`` (float32, (n, 5) in LABEL_KEYS order) and ``smiles.txt``;
    cubes are not kept (224-px images are 600 KB/molecule; a 0.2 A cube is several MB).
 
-2. Pretraining with torch DDP (or one process), AMP bf16, AdamW + linear warm-up + cosine decay
+2. Pretraining with torch DDP through `icml26.common.distributed` (or one process), AMP bf16, AdamW + linear
+   warm-up + cosine decay
    (EDG's ImageED recipe: base lr 1.5e-4 x batch/256, wd 0.05, 5 warm-up epochs):
 
        torchrun --nproc_per_node 8 -m icml26.visioned.scale pretrain --shards shards/ --out vit_b/ \\
@@ -31,7 +32,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -120,33 +120,39 @@ def pretrain_distributed(shards: str | Path, out: str | Path, vit: dict[str, Any
                          batch_size: int = 128, base_lr: float = 1.5e-4, weight_decay: float = 0.05,
                          warmup_epochs: int = 5, mask_ratio: float = 0.5,
                          weights: dict[str, float] | None = None, num_workers: int = 8, amp: bool = True,
-                         seed: int = 0, max_steps: int | None = None) -> Path:
-    """DDP pretraining of `VisionEDViT(**vit)` on `ShardDataset(shards)`; run under torchrun (or one process)."""
+                         seed: int = 0, max_steps: int | None = None):
+    """DDP pretraining of `VisionEDViT(**vit)` on `ShardDataset(shards)`; run under torchrun (or as one process).
+
+    The torchrun set-up is `icml26.common.distributed` (nccl on GPU, gloo on CPU, rank-0-only logging and
+    saving). Every rank starts from rank 0's weights (DDP broadcasts them), sees its `DistributedSampler` share of
+    each epoch and applies the all-reduced (averaged) gradients, so all ranks hold identical weights after every
+    step (tested with 2 gloo processes). `batch_size` is per rank; lr = base_lr x batch_size x world / 256.
+    Returns the trained backbone (CPU); rank 0 writes it with `save_pretrained` plus ``pretext_stats.json``.
+    """
     import torch
-    import torch.distributed as dist
     from torch.utils.data import DataLoader, DistributedSampler
 
+    from icml26.common import distributed as D
+    from icml26.common.validation import check_int
     from icml26.visioned.model import VisionEDPretrainer, VisionEDViT
 
-    ddp = int(os.environ.get("WORLD_SIZE", "1")) > 1
-    if ddp:
-        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
-    rank = dist.get_rank() if ddp else 0
-    world = dist.get_world_size() if ddp else 1
-    device = torch.device(f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}" if torch.cuda.is_available() else "cpu")
-    if device.type == "cuda":
-        torch.cuda.set_device(device)
-    torch.manual_seed(seed + rank)
+    epochs, batch_size = check_int(epochs, "epochs", min=1), check_int(batch_size, "batch_size", min=2)
+    num_workers, warmup_epochs = check_int(num_workers, "num_workers", min=0), check_int(warmup_epochs,
+                                                                                         "warmup_epochs", min=0)
+    env = D.init_distributed()
+    torch.manual_seed(seed)  # same init on every rank (DDP also broadcasts rank 0's weights)
     ds = ShardDataset(shards)
     mu, sd = ds.pretext_stats()
     model = VisionEDViT(**vit)
-    pt = VisionEDPretrainer(model, mask_ratio=mask_ratio, weights=weights).to(device)
-    wrapped = torch.nn.parallel.DistributedDataParallel(pt, device_ids=[device] if device.type == "cuda" else None,
-                                                        find_unused_parameters=True) if ddp else pt
-    sampler = DistributedSampler(ds, shuffle=True, seed=seed) if ddp else None
+    pt = VisionEDPretrainer(model, mask_ratio=mask_ratio, weights=weights, batch_size=batch_size).to(env.device)
+    wrapped = D.wrap_ddp(pt, env, find_unused_parameters=True)
+    torch.manual_seed(seed + env.rank)  # masks and shot splits differ across ranks (their data differ too)
+    sampler = (DistributedSampler(ds, num_replicas=env.world_size, rank=env.rank, shuffle=True, seed=seed)
+               if env.is_distributed else None)
     loader = DataLoader(ds, batch_size=batch_size, sampler=sampler, shuffle=sampler is None, drop_last=True,
-                        num_workers=num_workers, pin_memory=device.type == "cuda", persistent_workers=num_workers > 0)
-    lr = base_lr * batch_size * world / 256
+                        num_workers=num_workers, pin_memory=env.device.type == "cuda",
+                        persistent_workers=num_workers > 0, generator=torch.Generator().manual_seed(seed))
+    lr = base_lr * batch_size * env.world_size / 256
     opt = torch.optim.AdamW(pt.parameters(), lr=lr, weight_decay=weight_decay, betas=(0.9, 0.95))
     steps_per_epoch = max(1, len(loader))
     total = epochs * steps_per_epoch
@@ -154,18 +160,17 @@ def pretrain_distributed(shards: str | Path, out: str | Path, vit: dict[str, Any
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: (s + 1) / max(1, warm) if s < warm
         else 0.5 * (1 + math.cos(math.pi * (s - warm) / max(1, total - warm))))
-    mu_t, sd_t = torch.tensor(mu, device=device), torch.tensor(sd, device=device)
+    mu_t, sd_t = torch.tensor(mu, device=env.device), torch.tensor(sd, device=env.device)
     n_phys = len(PHYS_KEYS)
     step = 0
     for ep in range(epochs):
         if sampler is not None:
             sampler.set_epoch(ep)
         for imgs, pre in loader:
-            imgs = imgs.to(device, non_blocking=True)
-            pre = pre.to(device, non_blocking=True).float()
-            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=amp and device.type == "cuda"):
-                terms = (wrapped.module if ddp else wrapped).loss_terms(imgs, (pre[:, :n_phys] - mu_t) / sd_t,
-                                                                         pre[:, n_phys:])
+            imgs = imgs.to(env.device, non_blocking=True)
+            pre = pre.to(env.device, non_blocking=True).float()
+            with torch.autocast(env.device.type, dtype=torch.bfloat16, enabled=amp and env.device.type == "cuda"):
+                terms = wrapped((imgs, (pre[:, :n_phys] - mu_t) / sd_t, pre[:, n_phys:]))  # DDP forward: synced
                 loss = terms["total"]
             opt.zero_grad(set_to_none=True)
             loss.backward()
@@ -173,21 +178,23 @@ def pretrain_distributed(shards: str | Path, out: str | Path, vit: dict[str, Any
             opt.step()
             sched.step()
             step += 1
-            if rank == 0 and step % 50 == 0:
-                print(f"epoch {ep} step {step}/{total} " + " ".join(f"{k} {float(v):.4f}" for k, v in terms.items()),
-                      flush=True)
+            if step % 50 == 0 or step == 1:
+                means = D.mean_reduce({k: float(v) for k, v in terms.items()})
+                D.log(env, f"epoch {ep} step {step}/{total} " + " ".join(f"{k} {v:.4f}" for k, v in means.items()))
             if max_steps and step >= max_steps:
                 break
         if max_steps and step >= max_steps:
             break
     out = Path(out)
-    if rank == 0:
-        model.cpu().save_pretrained(out)
+
+    def save() -> None:
+        D.unwrap(wrapped).model.cpu().save_pretrained(out)
         (out / "pretext_stats.json").write_text(json.dumps({"keys": list(PHYS_KEYS), "mean": mu.tolist(),
                                                             "std": sd.tolist()}))
-    if ddp:
-        dist.destroy_process_group()
-    return out
+
+    D.save_on_main(env, save)
+    D.shutdown()
+    return model.cpu()
 
 
 def main(argv: list[str] | None = None) -> int:
