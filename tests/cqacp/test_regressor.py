@@ -133,7 +133,7 @@ def test_bad_inputs(data):
     with pytest.raises(ValueError, match="y_train"):
         CQACPRegressor().fit(X[:100], y_nan[:100])
     est = _fit(X, y)
-    with pytest.raises(ValueError, match="y contains NaN"):
+    with pytest.raises(ValueError, match="y must be finite"):
         est.update(X[250:260], y_nan[5:15])
     with pytest.raises(ValueError, match="tails"):
         CQACPRegressor(tails="narrow")

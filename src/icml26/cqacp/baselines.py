@@ -30,10 +30,11 @@ from typing import Any
 
 import numpy as np
 
-from icml26.cqacp._online import (OnlineIntervalRegressor, block_bootstrap_indices, check_confidence_level,
-                                  check_positive_int, check_Xy)
+from icml26.common.validation import check_array, check_choice, check_float, check_int
+from icml26.cqacp._online import (EnsembleMean, OnlineIntervalRegressor, bootstrap_loo, check_optional_int,
+                                  check_random_state, check_Xy)
 from icml26.cqacp.quantile_learners import QRFLearner, linear_qr_learner
-from icml26.cqacp.regressor import CQACPRegressor, _EnsembleMean
+from icml26.cqacp.regressor import CQACPRegressor
 
 __all__ = ["ACI", "AgACI", "EnbPI", "SPCI", "NexCP", "ConformalPID", "QRDirect", "conformal_quantile",
            "weighted_conformal_quantile"]
@@ -63,16 +64,23 @@ def weighted_conformal_quantile(scores: np.ndarray, weights: np.ndarray, level: 
 
 
 class _AbsScoreMethod(OnlineIntervalRegressor):
-    """Symmetric |score| methods: subclasses set self._q (L,) and update it in `_observe`."""
+    """Symmetric |score| methods: the interval is y_hat -/+ max(q, 0) with q (L,) from `_current_q()`
+    (+inf stays infinite); subclasses set their state in `_conformalize_scores` and update it in `_observe`."""
 
     def __init__(self, estimator=None, confidence_level=0.9, window: int | None = None, prefit: bool = False):
-        super().__init__(estimator, confidence_level, prefit)
-        if window is not None:
-            check_positive_int(window, "window")
         self.window = window
+        super().__init__(estimator, confidence_level, prefit)
+
+    def _validate_params(self) -> dict[str, Any]:
+        p = super()._validate_params()
+        p["window"] = check_optional_int(self.window, "window", 1)
+        return p
 
     def _recent(self) -> np.ndarray:
-        return self.scores_ if self.window is None else self.scores_[-self.window:]
+        return self.scores_ if self._p["window"] is None else self.scores_[-self._p["window"]:]
+
+    def _current_q(self) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
 
     def _offsets(self):
         q = np.maximum(self._current_q(), 0.0)
@@ -81,8 +89,8 @@ class _AbsScoreMethod(OnlineIntervalRegressor):
     def _push(self, y: float, y_hat: float) -> float:
         s = abs(y - y_hat)
         self.scores_ = np.append(self.scores_, s)
-        if self.window is not None and len(self.scores_) > 4 * self.window:
-            self.scores_ = self.scores_[-self.window:]
+        if self._p["window"] is not None and len(self.scores_) > 4 * self._p["window"]:
+            self.scores_ = self.scores_[-self._p["window"]:]
         return s
 
 
@@ -96,10 +104,13 @@ class ACI(_AbsScoreMethod):
 
     def __init__(self, estimator=None, confidence_level=0.9, gamma: float = 0.005, window: int | None = None,
                  prefit: bool = False):
-        super().__init__(estimator, confidence_level, window, prefit)
-        if not (np.isfinite(gamma) and gamma >= 0):
-            raise ValueError(f"gamma must be a finite float >= 0, got {gamma!r}")
         self.gamma = gamma
+        super().__init__(estimator, confidence_level, window, prefit)
+
+    def _validate_params(self) -> dict[str, Any]:
+        p = super()._validate_params()
+        p["gamma"] = check_float(self.gamma, "gamma", min=0.0)
+        return p
 
     def _conformalize_scores(self, X, y, y_hat):
         self.scores_ = np.abs(y - y_hat)
@@ -109,15 +120,10 @@ class ACI(_AbsScoreMethod):
         r = self._recent()
         return np.array([np.inf if a <= 0 else conformal_quantile(r, 1 - a) for a in self.alpha_t_])
 
-    def _offsets(self):
-        q = self._current_q()
-        q = np.where(np.isfinite(q), np.maximum(q, 0.0), q)
-        return -q, q
-
     def _observe(self, y, y_hat):
         q = self._current_q()
         err = (abs(y - y_hat) > q).astype(float)
-        self.alpha_t_ = self.alpha_t_ + self.gamma * ((1 - self.levels_) - err)
+        self.alpha_t_ = self.alpha_t_ + self._p["gamma"] * ((1 - self.levels_) - err)
         self._push(y, y_hat)
 
 
@@ -157,15 +163,20 @@ class AgACI(_AbsScoreMethod):
 
     def __init__(self, estimator=None, confidence_level=0.9, gammas=GAMMAS, window: int | None = None,
                  prefit: bool = False):
-        super().__init__(estimator, confidence_level, window, prefit)
-        g = np.asarray(gammas, dtype=float)
-        if g.ndim != 1 or g.size < 1 or np.any(g < 0):
-            raise ValueError(f"gammas must be a non-empty list of floats >= 0, got {gammas!r}")
         self.gammas = gammas
+        super().__init__(estimator, confidence_level, window, prefit)
+
+    def _validate_params(self) -> dict[str, Any]:
+        p = super()._validate_params()
+        g = check_array(self.gammas, "gammas", ndim=1)
+        if np.any(g < 0):
+            raise ValueError(f"gammas must be a non-empty list of finite floats >= 0, got {self.gammas!r}")
+        p["gammas"] = g
+        return p
 
     def _conformalize_scores(self, X, y, y_hat):
         self.scores_ = np.abs(y - y_hat)
-        g = np.asarray(self.gammas, dtype=float)
+        g = self._p["gammas"]
         self.alpha_t_ = np.tile((1 - self.levels_)[:, None], (1, len(g)))      # (L, K)
         self._boa = [(_BOA(len(g)), _BOA(len(g))) for _ in self.levels_]
 
@@ -184,7 +195,7 @@ class AgACI(_AbsScoreMethod):
     def _observe(self, y, y_hat):
         q = self._expert_q()
         e = y - y_hat
-        g = np.asarray(self.gammas, dtype=float)
+        g = self._p["gammas"]
         for i, lv in enumerate(self.levels_):
             a = 1 - lv
             for side, (tau, x) in enumerate(((a / 2, -q[i]), (1 - a / 2, q[i]))):
@@ -211,48 +222,40 @@ class EnbPI(OnlineIntervalRegressor):
     def __init__(self, estimator=None, confidence_level=0.9, n_bootstrap: int = 20, block_length: int | None = None,
                  score: str = "signed", n_beta: int = 5, window: int | None = None,
                  random_state: int | None = None):
-        super().__init__(estimator, confidence_level, prefit=False)
-        if score not in ("signed", "absolute"):
-            raise ValueError(f"score must be 'signed' or 'absolute', got {score!r}")
-        check_positive_int(n_bootstrap, "n_bootstrap", 2)
-        check_positive_int(n_beta, "n_beta")
         self.n_bootstrap, self.block_length, self.score = n_bootstrap, block_length, score
         self.n_beta, self.window, self.random_state = n_beta, window, random_state
+        super().__init__(estimator, confidence_level, prefit=False)
+
+    def _validate_params(self) -> dict[str, Any]:
+        p = super()._validate_params()
+        check_choice(self.score, "score", ("signed", "absolute"))
+        p["n_bootstrap"] = check_int(self.n_bootstrap, "n_bootstrap", min=2)
+        p["block_length"] = check_optional_int(self.block_length, "block_length", 1)
+        p["n_beta"] = check_int(self.n_beta, "n_beta", min=1)
+        p["window"] = check_optional_int(self.window, "window", 1)
+        p["random_state"] = check_random_state(self.random_state)
+        return p
 
     def fit(self, X_train, y_train) -> EnbPI:
-        from sklearn.base import clone
-        from sklearn.linear_model import LinearRegression
-
+        """Build the block-bootstrap ensemble; its LOO residuals start the residual window."""
+        p = self._validate_params()
         X, y = check_Xy(X_train, y_train, "X_train", "y_train")
-        base = LinearRegression() if self.estimator is None else self.estimator
-        rng = np.random.default_rng(self.random_state)
-        bl = self.block_length or max(1, len(y) // 20)
-        idx = block_bootstrap_indices(len(y), self.n_bootstrap, bl, rng)
-        self.bootstrap_indices_ = idx
-        self.ensemble_ = [clone(base).fit(X[i], y[i]) for i in idx]
-        preds = np.stack([m.predict(X) for m in self.ensemble_])
-        out = np.ones((len(idx), len(y)), dtype=bool)
-        for b, i in enumerate(idx):
-            out[b, i] = False
-        n_out = out.sum(0)
-        keep = n_out > 0
-        loo = (preds * out).sum(0)[keep] / n_out[keep]
-        self.estimator_ = _EnsembleMean(self.ensemble_)
-        self.levels_ = check_confidence_level(self.confidence_level)
-        self._init_resid(y[keep] - loo)
+        self.ensemble_, self.bootstrap_indices_, loo, keep = bootstrap_loo(
+            self.estimator, X, y, p["n_bootstrap"], p["block_length"], p["random_state"])
+        self.estimator_ = EnsembleMean(self.ensemble_)
+        self.levels_ = p["levels"]
+        self._p = p
+        r = y[keep] - loo[keep]
+        self.W_ = p["window"] or len(r)
+        self.resid_ = r[-self.W_:]
+        self._mark_conformalized()
         return self
 
-    def _init_resid(self, r: np.ndarray) -> None:
-        self.resid_ = np.asarray(r, dtype=float)
-        self.W_ = self.window or len(self.resid_)
-        self.resid_ = self.resid_[-self.W_:]
-        self.is_conformalized_ = True
-
     def _conformalize_scores(self, X, y, y_hat):
+        p = self._p
         prev = getattr(self, "resid_", np.empty(0))
         r = np.concatenate([prev, y - y_hat])
-        self.resid_ = r
-        self.W_ = self.window or len(r)
+        self.W_ = p["window"] or len(r)
         self.resid_ = r[-self.W_:]
 
     def _offsets(self):
@@ -264,7 +267,7 @@ class EnbPI(OnlineIntervalRegressor):
                 q = conformal_quantile(np.abs(r), lv)
                 lo[i], hi[i] = -q, q
                 continue
-            betas = np.linspace(0, a, self.n_beta)
+            betas = np.linspace(0, a, self._p["n_beta"])
             ql = np.quantile(r, betas)
             qh = np.quantile(r, 1 - a + betas)
             j = int(np.argmin(qh - ql))
@@ -281,10 +284,11 @@ class _DirectQuantiles(CQACPRegressor):
 
     _uses_cf = False
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        if kwargs.get("adapt") is not None:
+    def _validate_params(self) -> dict[str, Any]:
+        p = super()._validate_params()
+        if self.adapt is not None:
             raise ValueError("adapt is only supported by CQACPRegressor (needs the continuous CF curve)")
-        super().__init__(*args, **kwargs)
+        return p
 
     def _curve_block(self, Z):
         taus = np.unique(np.round(self._needed, 12))
@@ -311,14 +315,20 @@ class SPCI(_DirectQuantiles):
                  refit_every: int = 10, n_beta: int = 5, n_max: int | None = None, prefit: bool = False,
                  random_state: int | None = None):
         ql = quantile_learner if quantile_learner is not None else QRFLearner(
-            n_estimators=10, max_depth=2, min_samples_leaf=1, max_features=1.0, random_state=random_state)
+            n_estimators=10, max_depth=2, min_samples_leaf=1, max_features=1.0,
+            random_state=check_random_state(random_state))
+        self.n_beta = n_beta
         super().__init__(estimator, ql, confidence_level, window=window, tails="optimal", monotone="none",
                          refit_every=refit_every, n_max=n_max, prefit=prefit, random_state=random_state)
-        self.n_beta = check_positive_int(n_beta, "n_beta", 2)
+
+    def _validate_params(self) -> dict[str, Any]:
+        p = super()._validate_params()
+        p["n_beta"] = check_int(self.n_beta, "n_beta", min=2)
+        return p
 
     @property
     def _beta_fractions(self) -> np.ndarray:
-        return np.linspace(0.0, 1.0, self.n_beta)
+        return np.linspace(0.0, 1.0, check_int(self.n_beta, "n_beta", min=2))
 
 
 class QRDirect(_DirectQuantiles):
@@ -340,22 +350,21 @@ class NexCP(_AbsScoreMethod):
 
     def __init__(self, estimator=None, confidence_level=0.9, rho: float = 0.99, window: int | None = None,
                  prefit: bool = False):
-        super().__init__(estimator, confidence_level, window, prefit)
-        if not (0 < rho <= 1):
-            raise ValueError(f"rho must be in (0, 1], got {rho!r}")
         self.rho = rho
+        super().__init__(estimator, confidence_level, window, prefit)
+
+    def _validate_params(self) -> dict[str, Any]:
+        p = super()._validate_params()
+        p["rho"] = check_float(self.rho, "rho", min=0.0, max=1.0, min_open=True)
+        return p
 
     def _conformalize_scores(self, X, y, y_hat):
         self.scores_ = np.abs(y - y_hat)
 
     def _current_q(self):
         r = self._recent()
-        w = self.rho ** np.arange(len(r) - 1, -1, -1, dtype=float)
+        w = self._p["rho"] ** np.arange(len(r) - 1, -1, -1, dtype=float)
         return np.array([weighted_conformal_quantile(r, w, lv) for lv in self.levels_])
-
-    def _offsets(self):
-        q = self._current_q()
-        return -q, q
 
     def _observe(self, y, y_hat):
         self._push(y, y_hat)
@@ -377,23 +386,29 @@ class ConformalPID(_AbsScoreMethod):
     def __init__(self, estimator=None, confidence_level=0.9, lr: float = 0.1, KI: float | None = None,
                  T: int = 1000, delta: float = 0.01, burnin: int = 100, scorecaster: str | None = None,
                  prefit: bool = False):
-        super().__init__(estimator, confidence_level, None, prefit)
-        if not lr > 0:
-            raise ValueError(f"lr must be > 0, got {lr!r}")
-        if scorecaster not in (None, "theta"):
-            raise ValueError(f"scorecaster must be None or 'theta', got {scorecaster!r}")
-        check_positive_int(T, "T", 3)
         self.lr, self.KI, self.T, self.delta = lr, KI, T, delta
-        self.burnin = check_positive_int(burnin, "burnin", 2)
+        self.burnin = burnin
         self.scorecaster = scorecaster
+        super().__init__(estimator, confidence_level, None, prefit)
+
+    def _validate_params(self) -> dict[str, Any]:
+        p = super()._validate_params()
+        p["lr"] = check_float(self.lr, "lr", min=0.0, min_open=True)
+        p["KI"] = None if self.KI is None else check_float(self.KI, "KI", min=0.0)
+        p["T"] = check_int(self.T, "T", min=3)
+        p["delta"] = check_float(self.delta, "delta", min=0.0, min_open=True)
+        p["burnin"] = check_int(self.burnin, "burnin", min=2)
+        check_choice(self.scorecaster, "scorecaster", (None, "theta"))
+        return p
 
     def _conformalize_scores(self, X, y, y_hat):
+        p = self._p
         self.scores_ = np.abs(y - y_hat)
         self.qP_ = np.array([conformal_quantile(self.scores_, lv) for lv in self.levels_])
         self.qP_ = np.where(np.isfinite(self.qP_), self.qP_, self.scores_.max())
-        self.KI_ = float(np.max(self.scores_)) if self.KI is None else float(self.KI)
-        logT = np.log(self.T)
-        self.Csat_ = 2 / np.pi * (np.ceil(logT * self.delta) - 1 / logT)
+        self.KI_ = float(np.max(self.scores_)) if p["KI"] is None else p["KI"]
+        logT = np.log(p["T"])
+        self.Csat_ = 2 / np.pi * (np.ceil(logT * p["delta"]) - 1 / logT)
         self.err_sum_ = np.zeros(len(self.levels_))
         self.t_ = 0
         self.q_ = self.qP_.copy()
@@ -401,16 +416,12 @@ class ConformalPID(_AbsScoreMethod):
     def _current_q(self):
         return self.q_
 
-    def _offsets(self):
-        q = np.where(np.isfinite(self.q_), np.maximum(self.q_, 0.0), self.q_)
-        return -q, q
-
     def _observe(self, y, y_hat):
         s = abs(y - y_hat)
         alpha = 1 - self.levels_
         err = (s > self.q_).astype(float)
-        recent = self.scores_[-self.burnin:]
-        eta = self.lr * (recent.max() - recent.min())
+        recent = self.scores_[-self._p["burnin"]:]
+        eta = self._p["lr"] * (recent.max() - recent.min())
         self.qP_ = self.qP_ + eta * (err - alpha)
         self.t_ += 1
         self.err_sum_ += err - alpha
@@ -425,7 +436,7 @@ class ConformalPID(_AbsScoreMethod):
     def _scorecast(self) -> float:
         from statsmodels.tsa.forecasting.theta import ThetaModel
 
-        r = self.scores_[-self.burnin:]
+        r = self.scores_[-self._p["burnin"]:]
         try:
             fc = float(ThetaModel(r, period=1, deseasonalize=False).fit().forecast(1)[0])
         except Exception:  # noqa: BLE001 - degenerate windows: no correction

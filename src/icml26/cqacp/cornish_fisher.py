@@ -32,6 +32,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtri
 
+from icml26.common.validation import check_array, check_choice, check_float, check_int
+
 __all__ = ["CornishFisherQuantileCurve", "CFParams", "cf_w", "cf_w_prime", "cf_quantile", "is_cf_monotone"]
 
 _MONOTONE = ("range", "global", "none")
@@ -161,33 +163,26 @@ class CornishFisherQuantileCurve:
                  extra_taus=None, skew_bounds: tuple[float, float] = (-2.5, 2.5),
                  exkurt_bounds: tuple[float, float] = (-1.0, 20.0), grid_size: tuple[int, int] = (101, 101),
                  refine: int = 4, eps: float = 1e-6) -> None:
-        if monotone not in _MONOTONE:
-            raise ValueError(f"monotone must be one of {_MONOTONE}, got {monotone!r}")
+        check_choice(monotone, "monotone", _MONOTONE)
         if z_range is not None:
-            z_range = (float(z_range[0]), float(z_range[1]))
-            if not z_range[0] < z_range[1]:
-                raise ValueError(f"z_range must be (z_lo, z_hi) with z_lo < z_hi, got {z_range}")
-        for name, bnd in (("skew_bounds", skew_bounds), ("exkurt_bounds", exkurt_bounds)):
-            if len(bnd) != 2 or not bnd[0] < bnd[1]:
-                raise ValueError(f"{name} must be (low, high) with low < high, got {bnd}")
-        if len(grid_size) != 2 or min(grid_size) < 3:
-            raise ValueError(f"grid_size must be two ints >= 3, got {grid_size}")
-        if int(refine) < 0:
-            raise ValueError(f"refine must be >= 0, got {refine}")
+            z_range = _pair(z_range, "z_range")
+        skew_bounds, exkurt_bounds = _pair(skew_bounds, "skew_bounds"), _pair(exkurt_bounds, "exkurt_bounds")
+        if isinstance(grid_size, (str, bytes)) or not hasattr(grid_size, "__len__") or len(grid_size) != 2:
+            raise ValueError(f"grid_size must be two ints >= 3, got {grid_size!r}")
         self.monotone = monotone
         self.z_range = z_range
         self.extra_taus = None if extra_taus is None else _check_taus(extra_taus, "extra_taus", True)
-        self.skew_bounds = tuple(map(float, skew_bounds))
-        self.exkurt_bounds = tuple(map(float, exkurt_bounds))
-        self.grid_size = (int(grid_size[0]), int(grid_size[1]))
-        self.refine = int(refine)
-        self.eps = float(eps)
+        self.skew_bounds = skew_bounds
+        self.exkurt_bounds = exkurt_bounds
+        self.grid_size = (check_int(grid_size[0], "grid_size[0]", min=3), check_int(grid_size[1], "grid_size[1]", min=3))
+        self.refine = check_int(refine, "refine", min=0)
+        self.eps = check_float(eps, "eps", min=0.0)
         self._cache: dict = {}
 
     # -------------------------------------------------------------------- public
     def fit(self, taus, quantiles, weights=None) -> CornishFisherQuantileCurve:
         """Fit one curve. taus (m,) in (0, 1), quantiles (m,) (any order, may cross), weights (m,) >= 0."""
-        q = np.asarray(quantiles, dtype=float)
+        q = check_array(quantiles, "quantiles", finite=False)
         if q.ndim != 1:
             raise ValueError(f"quantiles must be 1-D (m,), got shape {q.shape}; use fit_many for batches")
         p = self.fit_many(taus, q[None, :], weights)
@@ -208,26 +203,30 @@ class CornishFisherQuantileCurve:
                     tol: float = 1e-9) -> bool:
         """Whether w'(z) >= -tol on a dense grid of `z_range` (default: the enforced range, or [-3, 3])."""
         self._check_fitted()
-        zr = z_range or self.params_.z_range or (-3.0, 3.0)
-        z = np.linspace(zr[0], zr[1], n_grid)
+        zr = _pair(z_range, "z_range") if z_range is not None else (self.params_.z_range or (-3.0, 3.0))
+        z = np.linspace(zr[0], zr[1], check_int(n_grid, "n_grid", min=2))
+        tol = check_float(tol, "tol", min=0.0)
         return bool(np.all(self.scale_ * cf_w_prime(z, self.skew_, self.exkurt_) >= -tol))
 
     def fit_many(self, taus, Q, weights=None) -> CFParams:
         """Vectorised fit of many rows: taus (m,), Q (n, m), weights (m,) or None -> CFParams of length n."""
         taus = _check_taus(taus, "taus", open_interval=True)
-        Q = np.asarray(Q, dtype=float)
+        Q = check_array(Q, "Q", finite=False, min_size=0)
         if Q.ndim != 2 or Q.shape[1] != taus.size:
             raise ValueError(f"Q must have shape (n, {taus.size}) matching taus, got {Q.shape}")
         if taus.size < 3:
             raise ValueError(f"need at least 3 levels to fit (m, s, S, K), got {taus.size}")
         if not np.all(np.isfinite(Q)):
             raise ValueError("Q (quantiles) contains NaN or inf")
-        omega = np.ones(taus.size) if weights is None else np.asarray(weights, dtype=float)
+        omega = np.ones(taus.size) if weights is None else check_array(weights, "weights", finite=False)
         if omega.shape != taus.shape or np.any(omega < 0) or not np.any(omega > 0) or not np.all(np.isfinite(omega)):
             raise ValueError(f"weights must be finite, >= 0, not all zero, shape {taus.shape}")
         omega = omega / omega.sum()
         z = ndtri(taus)
         z_rng = self._z_range(taus) if self.monotone == "range" else None
+        if len(Q) == 0:
+            e = np.empty(0)
+            return CFParams(mean=e, scale=e.copy(), skew=e.copy(), exkurt=e.copy(), residual=e.copy(), z_range=z_rng)
         S_g, K_g = self._grid(z_rng)
         key = ("proj", z_rng, self.monotone, taus.tobytes(), omega.tobytes())
         if key not in self._cache:   # grid projections depend only on (taus, weights, range): reuse them
@@ -339,8 +338,16 @@ def _local_argmin(z, omega, Q, cS, cK, feas, S0, K0):
     return np.where(better, cS[np.arange(len(j)), j], S0), np.where(better, cK[np.arange(len(j)), j], K0)
 
 
+def _pair(value, name: str) -> tuple[float, float]:
+    """(low, high) finite with low < high."""
+    v = check_array(value, name, shape=(2,))
+    if not v[0] < v[1]:
+        raise ValueError(f"{name} must be (low, high) with low < high, got {tuple(v)}")
+    return float(v[0]), float(v[1])
+
+
 def _check_taus(taus, name: str, open_interval: bool) -> np.ndarray:
-    t = np.atleast_1d(np.asarray(taus, dtype=float))
+    t = np.atleast_1d(check_array(taus, name, finite=False))
     if t.ndim != 1 or t.size == 0:
         raise ValueError(f"{name} must be a non-empty 1-D array of levels, got shape {t.shape}")
     if not np.all(np.isfinite(t)) or np.any(t <= 0) or np.any(t >= 1):

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from icml26.common.validation import check_array, check_float, check_int
+
 __all__ = ["Series", "load_series", "load_csv_series", "REAL_SERIES", "SIMULATED_SERIES", "lag_matrix", "simulate_ar_garch",
            "simulate_hetero_ar"]
 
@@ -60,7 +62,9 @@ def load_infl() -> np.ndarray:
 def simulate_ar_garch(T: int = 1200, seed: int = 0, phi: float = 0.6, burn: int = 200) -> tuple[np.ndarray, np.ndarray]:
     """S1: AR(1) phi=0.6 with GARCH(1,1) errors sigma_t^2 = 0.1 + 0.15 e_{t-1}^2 + 0.8 sigma_{t-1}^2 and
     standardised t5 innovations.  Returns (y (T,), sigma (T,))."""
-    rng = np.random.default_rng(seed)
+    T, burn = check_int(T, "T", min=1), check_int(burn, "burn", min=0)
+    phi = check_float(phi, "phi", min=-1.0, max=1.0, min_open=True, max_open=True)
+    rng = np.random.default_rng(check_int(seed, "seed", min=0))
     n = T + burn
     z = rng.standard_t(5, n) / np.sqrt(5 / 3)
     y, e, s2 = np.zeros(n), np.zeros(n), np.full(n, 0.1 / (1 - 0.95))
@@ -74,7 +78,9 @@ def simulate_ar_garch(T: int = 1200, seed: int = 0, phi: float = 0.6, burn: int 
 def simulate_hetero_ar(T: int = 1200, seed: int = 0, phi: float = 0.6, burn: int = 200) -> tuple[np.ndarray, np.ndarray]:
     """S2: AR(1) with sigma_t = 0.5 + 0.4 sin(2 pi t / 200) and centred log-normal(0, 0.5) innovations
     (standardised to unit variance, right-skewed).  Returns (y (T,), sigma (T,))."""
-    rng = np.random.default_rng(seed)
+    T, burn = check_int(T, "T", min=1), check_int(burn, "burn", min=0)
+    phi = check_float(phi, "phi", min=-1.0, max=1.0, min_open=True, max_open=True)
+    rng = np.random.default_rng(check_int(seed, "seed", min=0))
     n = T + burn
     sd = 0.5
     ln = rng.lognormal(0.0, sd, n)
@@ -108,8 +114,9 @@ def load_series(name: str, seed: int = 0, T: int = 1200) -> Series:
 
 def lag_matrix(y: np.ndarray, p: int) -> tuple[np.ndarray, np.ndarray]:
     """Autoregressive design: X[t] = (y_{t-1}, ..., y_{t-p}), target y_t, for t = p..T-1 -> (T-p, p), (T-p,)."""
-    y = np.asarray(y, dtype=float)
-    if y.ndim != 1 or len(y) <= p or p < 1:
+    y = check_array(y, "y", ndim=1)
+    p = check_int(p, "p", min=1)
+    if len(y) <= p:
         raise ValueError(f"need a 1-D y longer than p >= 1 lags, got shape {y.shape} and p={p}")
     X = np.lib.stride_tricks.sliding_window_view(y[:-1], p)[:, ::-1]
     return np.ascontiguousarray(X), y[p:]

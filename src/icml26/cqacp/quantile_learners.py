@@ -22,6 +22,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from icml26.common.validation import check_array
+
 __all__ = ["QuantileLearner", "QRFLearner", "PerLevelLearner", "linear_qr_learner", "hgb_qr_learner"]
 
 
@@ -73,8 +75,7 @@ class QRFLearner:
     def predict_quantiles(self, X, taus) -> np.ndarray:
         if not hasattr(self, "model_"):
             raise RuntimeError("QRFLearner is not fitted; call fit(X, y) first")
-        X = np.atleast_2d(np.asarray(X, dtype=float))
-        taus = np.atleast_1d(np.asarray(taus, dtype=float))
+        X, taus = _check_predict(X, taus)
         q = self.model_.predict(X, quantiles=[float(t) for t in taus])
         return np.asarray(q, dtype=float).reshape(len(X), len(taus))
 
@@ -102,9 +103,9 @@ class PerLevelLearner:
     def predict_quantiles(self, X, taus) -> np.ndarray:
         if not hasattr(self, "X_"):
             raise RuntimeError("PerLevelLearner is not fitted; call fit(X, y) first")
-        X = np.atleast_2d(np.asarray(X, dtype=float))
+        X, taus = _check_predict(X, taus)
         out = np.empty((len(X), np.size(taus)))
-        for j, tau in enumerate(np.atleast_1d(taus)):
+        for j, tau in enumerate(taus):
             key = round(float(tau), 9)
             if key not in self.models_:
                 self.models_[key] = self.base_factory(key).fit(self.X_, self.y_)
@@ -139,12 +140,16 @@ def hgb_qr_learner(**kwargs: Any) -> PerLevelLearner:
 
 
 def _check_xy(X, y) -> tuple[np.ndarray, np.ndarray]:
-    X = np.asarray(X, dtype=float)
-    y = np.asarray(y, dtype=float)
-    if X.ndim != 2:
-        raise ValueError(f"X must be 2-D (n, d), got shape {X.shape}")
-    if y.ndim != 1 or len(y) != len(X):
+    X = check_array(X, "X", ndim=2)
+    y = check_array(y, "y", ndim=1)
+    if len(y) != len(X):
         raise ValueError(f"y must be 1-D with len(X)={len(X)} rows, got shape {y.shape}")
-    if not (np.all(np.isfinite(X)) and np.all(np.isfinite(y))):
-        raise ValueError("X and y must be finite (no NaN/inf)")
     return X, y
+
+
+def _check_predict(X, taus) -> tuple[np.ndarray, np.ndarray]:
+    X = np.atleast_2d(check_array(X, "X", ndim=(1, 2)))
+    taus = np.atleast_1d(check_array(taus, "taus", ndim=(0, 1)))
+    if np.any(taus < 0) or np.any(taus > 1):
+        raise ValueError(f"taus must lie in [0, 1], got {taus.tolist()}")
+    return X, taus

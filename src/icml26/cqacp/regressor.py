@@ -30,8 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from icml26.cqacp._online import (OnlineIntervalRegressor, block_bootstrap_indices, check_confidence_level,
-                                  check_positive_int, check_Xy)
+from icml26.common.validation import check_array, check_choice, check_float, check_int
+from icml26.cqacp._online import (EnsembleMean, OnlineIntervalRegressor, bootstrap_loo, check_optional_int,
+                                  check_random_state, check_Xy)
 from icml26.cqacp.cornish_fisher import CFParams, CornishFisherQuantileCurve
 from icml26.cqacp.quantile_learners import QRFLearner
 
@@ -71,6 +72,19 @@ class CQACPRegressor(OnlineIntervalRegressor):
         random_state: seed of the bootstrap (residuals="enbpi") and, when the learner has an unset
             `random_state` attribute, of the learner.
 
+    Levels are fitted jointly: one CF curve serves every level, and with monotone="range" its monotone range
+    is the tau grid widened to every tau the requested levels need (spec step 6).  Levels whose taus lie
+    inside the grid (with the default grid: every level up to 98 %) do not affect one another.  A level
+    needing a tau outside the grid (99 % needs 0.005 / 0.995) widens that range, which changes the (S, K)
+    fit and so can move the bounds of the *other* levels slightly: adding 0.99 to [0.8, 0.9, 0.95] moved the
+    90 % bounds by at most 0.0096 (0.7 % of the interval width) on 0.2-6 % of the steps on elnino / co2 /
+    ar_garch and not at all on hetero_ar (QRF learner, small-scale settings).  To keep such a level
+    independent, extend `tau_grid` to cover it or give it its own regressor; a UserWarning flags the case.
+
+    Parameters are validated in __init__ and again in fit / conformalize / predict_interval / update /
+    rolling_predict_interval (set_params bypasses the constructor); changing a parameter after conformalize
+    makes the next prediction raise until conformalize is called again.
+
     Fitted attributes: scores_ (history, (H,)), levels_ (L,), cf_params_ (CFParams of the last prediction),
     raw_quantiles_ (grid quantiles of the last prediction), alpha_t_ (adapt="aci"), and after
     `rolling_predict_interval`: raw_quantiles_path_ (n, m), cf_params_path_ (CFParams of length n).
@@ -85,29 +99,6 @@ class CQACPRegressor(OnlineIntervalRegressor):
                  residuals: str = "split", adapt: str | None = None, gamma: float = 0.005,
                  n_max: int | None = None, n_bootstrap: int = 20, block_length: int | None = None,
                  prefit: bool = False, random_state: int | None = None) -> None:
-        super().__init__(estimator, confidence_level, prefit)
-        check_positive_int(window, "window")
-        check_positive_int(refit_every, "refit_every")
-        if score not in _SCORES:
-            raise ValueError(f"score must be one of {_SCORES}, got {score!r}")
-        if tails not in _TAILS:
-            raise ValueError(f"tails must be one of {_TAILS}, got {tails!r}")
-        if monotone not in ("range", "global", "none"):
-            raise ValueError(f"monotone must be 'range', 'global' or 'none', got {monotone!r}")
-        if residuals not in _RESIDUALS:
-            raise ValueError(f"residuals must be one of {_RESIDUALS}, got {residuals!r}")
-        if adapt not in (None, "aci"):
-            raise ValueError(f"adapt must be None or 'aci', got {adapt!r}")
-        if not (np.isfinite(gamma) and gamma >= 0):
-            raise ValueError(f"gamma must be a finite float >= 0, got {gamma!r}")
-        if n_max is not None:
-            check_positive_int(n_max, "n_max", 2)
-        tg = TAU_GRID if tau_grid is None else np.asarray(tau_grid, dtype=float)
-        if tg.ndim != 1 or tg.size < 3 or np.any(tg <= 0) or np.any(tg >= 1) or np.any(np.diff(tg) <= 0):
-            raise ValueError(f"tau_grid must be >= 3 strictly increasing levels in (0, 1), got {tau_grid!r}")
-        if quantile_learner is not None and not (hasattr(quantile_learner, "fit")
-                                                 and hasattr(quantile_learner, "predict_quantiles")):
-            raise TypeError("quantile_learner must have fit(X, y) and predict_quantiles(X, taus)")
         self.quantile_learner = quantile_learner
         self.window = window
         self.tau_grid = tau_grid
@@ -122,38 +113,53 @@ class CQACPRegressor(OnlineIntervalRegressor):
         self.n_bootstrap = n_bootstrap
         self.block_length = block_length
         self.random_state = random_state
+        super().__init__(estimator, confidence_level, prefit)
+
+    def _validate_params(self) -> dict[str, Any]:
+        p = super()._validate_params()
+        p["window"] = check_int(self.window, "window", min=1)
+        p["refit_every"] = check_int(self.refit_every, "refit_every", min=1)
+        check_choice(self.score, "score", _SCORES)
+        check_choice(self.tails, "tails", _TAILS)
+        check_choice(self.monotone, "monotone", ("range", "global", "none"))
+        check_choice(self.residuals, "residuals", _RESIDUALS)
+        check_choice(self.adapt, "adapt", (None, "aci"))
+        p["gamma"] = check_float(self.gamma, "gamma", min=0.0)
+        p["n_max"] = check_optional_int(self.n_max, "n_max", 2)
+        p["n_bootstrap"] = check_int(self.n_bootstrap, "n_bootstrap", min=1)
+        p["block_length"] = check_optional_int(self.block_length, "block_length", 1)
+        p["random_state"] = check_random_state(self.random_state)
+        if self.tau_grid is None:
+            tg = TAU_GRID.copy()
+        else:
+            tg = check_array(self.tau_grid, "tau_grid", ndim=1)
+            if tg.size < 3 or np.any(tg <= 0) or np.any(tg >= 1) or np.any(np.diff(tg) <= 0):
+                raise ValueError(f"tau_grid must be >= 3 strictly increasing levels in (0, 1), got {self.tau_grid!r}")
+        p["taus"] = tg
+        ql = self.quantile_learner
+        if ql is not None and not (hasattr(ql, "fit") and hasattr(ql, "predict_quantiles")):
+            raise TypeError(f"quantile_learner must have fit(X, y) and predict_quantiles(X, taus), got "
+                            f"{type(ql).__name__}")
+        return p
 
     # ------------------------------------------------------------------ point model
     def fit(self, X_train, y_train) -> CQACPRegressor:
-        """Fit the point model; with residuals="enbpi" also the bootstrap ensemble and its LOO score history."""
+        """Fit the point model; with residuals="enbpi" also the bootstrap ensemble and its LOO score history.
+
+        `conformalize(X_c, y_c)` then starts (residuals="split") or extends (residuals="enbpi": appended to
+        the LOO scores) the score history with the scores of a calibration block."""
+        p = self._validate_params()
         if self.residuals == "split":
+            self._enbpi_scores = np.empty(0)
             return super().fit(X_train, y_train)
         X, y = check_Xy(X_train, y_train, "X_train", "y_train")
-        from sklearn.base import clone
-        from sklearn.linear_model import LinearRegression
-
-        base = LinearRegression() if self.estimator is None else self.estimator
-        rng = np.random.default_rng(self.random_state)
-        bl = self.block_length or max(1, len(y) // 20)
-        idx = block_bootstrap_indices(len(y), check_positive_int(self.n_bootstrap, "n_bootstrap"), bl, rng)
-        self.ensemble_ = [clone(base).fit(X[i], y[i]) for i in idx]
-        preds = np.stack([m.predict(X) for m in self.ensemble_])           # (B, n)
-        inbag = np.zeros((len(idx), len(y)), dtype=bool)
-        for b, i in enumerate(idx):
-            inbag[b, i] = True
-        out = ~inbag
-        n_out = out.sum(0)
-        loo = np.where(n_out > 0, (preds * out).sum(0) / np.maximum(n_out, 1), np.nan)
-        keep = n_out > 0
+        self.is_conformalized_ = False
+        self.ensemble_, _, loo, keep = bootstrap_loo(self.estimator, X, y, p["n_bootstrap"], p["block_length"],
+                                                     p["random_state"])
         self._enbpi_scores = self._score(y[keep], loo[keep])
-        self.estimator_ = _EnsembleMean(self.ensemble_)
-        self.levels_ = check_confidence_level(self.confidence_level)
-        self._start(self._enbpi_scores)
+        self.estimator_ = EnsembleMean(self.ensemble_)
+        self._start(self._enbpi_scores, p)
         return self
-
-    def conformalize(self, X_conformalize, y_conformalize) -> CQACPRegressor:
-        """Scores of a calibration block start the history (appended to the EnbPI LOO scores if any)."""
-        return super().conformalize(X_conformalize, y_conformalize)
 
     # ------------------------------------------------------------------ state
     def _score(self, y, y_hat):
@@ -162,52 +168,56 @@ class CQACPRegressor(OnlineIntervalRegressor):
 
     def _conformalize_scores(self, X, y, y_hat) -> None:
         prev = getattr(self, "_enbpi_scores", np.empty(0)) if self.residuals == "enbpi" else np.empty(0)
-        self._start(np.concatenate([prev, self._score(y, y_hat)]))
+        self._start(np.concatenate([prev, self._score(y, y_hat)]), self._p)
 
-    def _start(self, scores: np.ndarray) -> None:
-        w = self.window
+    def _start(self, scores: np.ndarray, p: dict[str, Any]) -> None:
+        w = p["window"]
         if len(scores) < w + 2:
             raise ValueError(f"window={w} needs a score history of at least window + 2 = {w + 2} points; "
                              f"got {len(scores)} (conformalize on a longer block or lower window)")
-        self.levels_ = check_confidence_level(self.confidence_level)
-        self.taus_ = TAU_GRID.copy() if self.tau_grid is None else np.asarray(self.tau_grid, dtype=float)
+        self._p = p
+        self._w, self._refit_every, self._n_max, self._gamma = w, p["refit_every"], p["n_max"], p["gamma"]
+        self.levels_ = p["levels"]
+        self.taus_ = p["taus"]
         self._needed = self._needed_taus(1 - self.levels_)
         lo, hi = self.taus_.min(), self.taus_.max()
         out = self._needed[(self._needed < lo - 1e-12) | (self._needed > hi + 1e-12)]
         if out.size and self.monotone == "range" and self._uses_cf:
             warnings.warn(f"levels {np.round(out, 4).tolist()} needed for confidence_level={self.confidence_level} "
-                          f"lie outside the tau grid [{lo}, {hi}]: the Cornish-Fisher curve extrapolates there",
-                          UserWarning, stacklevel=3)
+                          f"lie outside the tau grid [{lo}, {hi}]: the Cornish-Fisher curve extrapolates there, "
+                          "and the monotone range widened to them also changes the fit at the other levels",
+                          UserWarning, stacklevel=4)
         if self._uses_cf:
             self.cf_ = CornishFisherQuantileCurve(monotone=self.monotone, extra_taus=self._needed)
+        self._random_state = p["random_state"]
         self.learner_ = self._new_learner()
         self.scores_ = np.asarray(scores, dtype=float).copy()
         self.alpha_t_ = 1 - self.levels_.copy()
         self.n_since_refit_ = 0
         self._refit()
-        self.is_conformalized_ = True
+        self._mark_conformalized()
 
     def _new_learner(self):
         from sklearn.base import clone
 
         if self.quantile_learner is None:
-            return QRFLearner(random_state=self.random_state)
+            return QRFLearner(random_state=self._random_state)
         try:
             learner = clone(self.quantile_learner)
         except Exception:  # noqa: BLE001 - not an sklearn estimator: deep copy
             import copy
 
             learner = copy.deepcopy(self.quantile_learner)
-        if getattr(learner, "random_state", 0) is None and self.random_state is not None:
-            learner.random_state = self.random_state
+        if getattr(learner, "random_state", 0) is None and self._random_state is not None:
+            learner.random_state = self._random_state
         return learner
 
     def _pairs(self, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        w = self.window
+        w = self._w
         Z = np.lib.stride_tricks.sliding_window_view(scores[:-1], w)      # rows s = w..H-1: eps[s-w:s]
         target = scores[w:]
-        if self.n_max is not None:
-            Z, target = Z[-self.n_max:], target[-self.n_max:]
+        if self._n_max is not None:
+            Z, target = Z[-self._n_max:], target[-self._n_max:]
         return Z, target
 
     def _refit(self) -> None:
@@ -266,7 +276,7 @@ class CQACPRegressor(OnlineIntervalRegressor):
 
     def _current(self):
         if self._cache is None:
-            Z = self.scores_[-self.window:][None, :]
+            Z = self.scores_[-self._w:][None, :]
             curve = self._curve_block(Z)
             self._cache = (curve, self._last_raw)
             self.cf_params_, self.raw_quantiles_ = curve, self._last_raw[0]
@@ -280,11 +290,11 @@ class CQACPRegressor(OnlineIntervalRegressor):
         if self.adapt == "aci":
             lo, hi = self._offsets()
             err = ((y < y_hat + lo) | (y > y_hat + hi)).astype(float)
-            self.alpha_t_ = self.alpha_t_ + self.gamma * ((1 - self.levels_) - err)
+            self.alpha_t_ = self.alpha_t_ + self._gamma * ((1 - self.levels_) - err)
         self.scores_ = np.append(self.scores_, self._score(y, y_hat))
         self.n_since_refit_ += 1
         self._cache = None
-        if self.n_since_refit_ >= self.refit_every:
+        if self.n_since_refit_ >= self._refit_every:
             self._refit()
 
     # ------------------------------------------------------------------ fast exact online loop
@@ -296,7 +306,7 @@ class CQACPRegressor(OnlineIntervalRegressor):
         self._check_conformalized()
         X, y = check_Xy(X, y)
         y_pred = self.predict(X)
-        n, L, w = len(y), len(self.levels_), self.window
+        n, L, w = len(y), len(self.levels_), self._w
         new = self._score(y, y_pred)
         H0 = len(self.scores_)
         full = np.concatenate([self.scores_, new])
@@ -304,7 +314,7 @@ class CQACPRegressor(OnlineIntervalRegressor):
         raw_path, curves = [], []
         t = 0
         while t < n:
-            t1 = min(n, t + self.refit_every - self.n_since_refit_)
+            t1 = min(n, t + self._refit_every - self.n_since_refit_)
             Z = np.stack([full[H0 + s - w: H0 + s] for s in range(t, t1)])
             curve = self._curve_block(Z)
             raw_path.append(self._last_raw)
@@ -314,29 +324,19 @@ class CQACPRegressor(OnlineIntervalRegressor):
                     lo, hi = self._bounds(_row(curve, k), self.alpha_t_)
                     y_pis[s, 0], y_pis[s, 1] = y_pred[s] + lo[0], y_pred[s] + hi[0]
                     err = ((y[s] < y_pis[s, 0]) | (y[s] > y_pis[s, 1])).astype(float)
-                    self.alpha_t_ = self.alpha_t_ + self.gamma * ((1 - self.levels_) - err)
+                    self.alpha_t_ = self.alpha_t_ + self._gamma * ((1 - self.levels_) - err)
             else:
                 lo, hi = self._bounds(curve, self.alpha_t_)
                 y_pis[t:t1, 0], y_pis[t:t1, 1] = y_pred[t:t1, None] + lo, y_pred[t:t1, None] + hi
             self.scores_ = full[: H0 + t1].copy()
             self.n_since_refit_ += t1 - t
             self._cache = None
-            if self.n_since_refit_ >= self.refit_every:
+            if self.n_since_refit_ >= self._refit_every:
                 self._refit()
             t = t1
         self.raw_quantiles_path_ = np.concatenate(raw_path) if raw_path else np.empty((0, len(self.taus_)))
         self.cf_params_path_ = _concat_curves(curves)
         return y_pred, y_pis
-
-
-class _EnsembleMean:
-    """Mean prediction of a bootstrap ensemble (the EnbPI point forecast)."""
-
-    def __init__(self, models: list) -> None:
-        self.models = models
-
-    def predict(self, X) -> np.ndarray:
-        return np.mean([m.predict(X) for m in self.models], axis=0)
 
 
 def _row(curve: Any, k: int) -> Any:
