@@ -29,7 +29,7 @@ from icml26.common.lm import KVCache, TinyLM
 from icml26.common.validation import check_bool, check_float, check_int
 from icml26.active_attacks.classifiers import check_texts
 
-DEFAULT_REFUSAL = "Sorry, I cannot help with that."
+DEFAULT_REFUSAL = "Sorry, I cannot."
 
 
 def default_refusal(prompt: str) -> str:
