@@ -74,16 +74,17 @@ def test_smoke_run_computes_claims():
     cfg.update(scale="smoke", ablation=True)
     res = run(cfg)
     assert isinstance(res, Result) and res.scale == "smoke"
-    ids = [c.id for c in res.claims]
-    assert ids == ["G", "P", "M", "A"]
-    assert [c.gate for c in res.claims] == [True, False, True, False]
+    assert [c.id for c in res.claims] == ["G", "P", "M", "R", "A"]
+    assert [c.gate for c in res.claims] == [True, False, True, False, False]
+    assert all(c.paper for c in res.claims)
     g = res.claims[0]
-    d = res.metrics["delta_per_seed"]["0"] if "0" in res.metrics["delta_per_seed"] else res.metrics["delta_per_seed"][0]
-    assert g.measured["mean_d"] == pytest.approx(d)
+    d = res.metrics["delta_per_seed"]
+    assert g.measured["mean_d"] == pytest.approx(d[0]) and g.per_seed == pytest.approx([d[0]])
     assert g.held == (g.measured["mean_d"] >= -0.005 and g.measured["min_d"] >= -0.015)
-    assert res.claims[2].held  # the mechanism is exact maths: it holds at every scale
-    assert set(res._pending_figures) == {"val_loss_curves", "drift_vs_p"}
+    assert set(res._pending_figures) == {"val_loss_curves", "noise_scale", "drift_vs_p"}
     assert len(res.metrics["curves"]["adamw_s0"]["val_loss"]) == 2
+    ns = res.metrics["noise_scale"]["adamwpower_s0"]
+    assert set(ns) == {"10", "20"} and all(v["b_noise"] > 0 for v in ns.values())
 
 
 def test_paper_path_runs_on_cpu_with_a_tiny_model():
@@ -91,7 +92,7 @@ def test_paper_path_runs_on_cpu_with_a_tiny_model():
     pytest.importorskip("yaml")
     from pathlib import Path
 
-    from icml26.gradpower.paper import load_config, train_distributed
+    from icml26.gradpower.scale import load_config, train_distributed
 
     cfg = load_config(str(Path(__file__).parents[2] / "configs/paper/gradpower/llama_0p2b_c4_wsd.yaml"))
     assert cfg["model"] == "llama_0p2b" and cfg["power"] == 1.2 and cfg["optimizers"] == ["adamw", "adamwpower"]
@@ -114,7 +115,7 @@ def test_paper_path_runs_on_cpu_with_a_tiny_model():
 def test_hf_trainer_runs_adamwpower_with_wsd(tmp_path):
     """HF Trainer(optimizers=(AdamWPower, wsd)) trains (slow: importing Trainer/accelerate takes ~20 s)."""
     pytest.importorskip("accelerate")
-    from icml26.gradpower.paper import build_hf_trainer, build_model
+    from icml26.gradpower.scale import build_hf_trainer, build_model
 
     torch.manual_seed(0)
     model = build_model("llama_tiny", 50, 16)

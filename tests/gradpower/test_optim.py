@@ -7,8 +7,16 @@ import pytest
 import torch
 from torch import nn
 
-from icml26.gradpower import (AdamWPower, CombinedOptimizer, GradPower, MuonPower, TinyLlama, build_muon_adamw,
-                              sign_power, split_muon_params)
+from icml26.gradpower import (
+    AdamWPower,
+    CombinedOptimizer,
+    GradPower,
+    MuonPower,
+    TinyLlama,
+    build_muon_adamw,
+    sign_power,
+    split_muon_params,
+)
 
 
 def _model(seed=0):

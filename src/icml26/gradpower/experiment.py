@@ -6,17 +6,22 @@ SwiGLU 80, RoPE, RMSNorm, no biases, untied) trained 4000 steps of 16 x 64 bytes
 byte corpus, WSD schedule (5 % warmup, stable to 80 %, linear decay to 0), AdamW(0.9, 0.95, eps 1e-8, wd 0.1),
 clip 1.0, lr_max 2e-3 for both arms (AdamW-tuned, not retuned for AdamWPower). Paired design: for seed s both
 arms use torch.manual_seed(s) for the init and torch.Generator(1234 + s) for the batches. Seeds s, s+1, s+2
-run as single-thread processes, 2 in parallel.
+run as single-thread processes, 2 in parallel. At every `noise_every` steps each run measures the simple
+gradient noise scale B_noise = tr(Sigma)/|G|^2 on `noise_examples` fixed training windows (same for both arms).
 
-Claims (spec section 6):
+Claims (spec section 6, with issue 15's additions):
 - G (gate): non-inferiority, d_s = L_AdamW(s) - L_AdamWPower(s): mean_s d_s >= -0.005 and min_s d_s >= -0.015.
 - P (reported, not gating): the paper's direction, mean_s d_s > 0 and d_s > 0 on >= 2 of 3 seeds.
-- M (gate): Adam's normalised drift r(p) rises with p under high noise, falls under low noise, and matches
-  (mu/sigma) sqrt(2p + 1) within 2 % under high noise (stratified Monte Carlo, 1e6 samples, fixed seed).
+- M (gate): the mechanism, measured through the optimizer: AdamWPower fed synthetic gradient streams of known
+  mean/noise (`mechanism.optimizer_drift`) drifts faster with p under high noise, slower under low noise, and
+  within 2 % of the closed form r(p) = E[phi]/sqrt(E[phi^2]); plus the spec's sanity part (the closed form /
+  stratified MC of r(p) follows (mu/sigma) sqrt(2p+1) within 2 %).
+- R (reported): the regime, B_noise / batch > 1 at every checkpoint from mid-training on, both arms, every seed.
 - A (reported, optional `ablation=True`): p in {0.8, 1.5} for the first seed, and wider models (d_model 64,
   4000 steps; d_model 128, 1000 steps, ~4 bytes/param, signal-dominated) where the gap should shrink or reverse.
 
-`scale="paper"` runs the GPU configuration of spec section 7 (see `icml26.gradpower.paper`).
+`scale="paper"` runs the GPU configuration of spec section 7 (`icml26.gradpower.scale`, which takes the config
+and never imports this module).
 """
 
 from __future__ import annotations
@@ -30,9 +35,13 @@ import torch
 
 from icml26.common.parallel import run_parallel
 from icml26.common.plotting import new_figure
+from icml26.common.text import random_windows
+from icml26.common.validation import check_bool, check_float, check_int, check_seed, require_keys
 from icml26.gradpower.baselines import make_optimizer
 from icml26.gradpower.data import load_corpus
 from icml26.gradpower.lm import TinyLlama
+from icml26.gradpower.mechanism import gradient_noise_scale, optimizer_drift
+from icml26.gradpower.scale import PAPER_CONFIG, PAPER_CONFIG_HELP, run_paper, validate_paper_config
 from icml26.gradpower.schedules import wsd
 from icml26.gradpower.theory import high_noise_drift, normalized_drift
 from icml26.gradpower.train import pretrain
@@ -40,6 +49,19 @@ from icml26.results import Claim, Result
 
 SLUG = "gradpower"
 LN2 = math.log(2.0)
+MECH_POWERS = (0.8, 1.0, 1.2, 1.5)
+MECH_HIGH, MECH_LOW = (0.05, 1.0), (1.0, 0.2)  # (mu, sigma) of the noise- and signal-dominated streams
+MECH_TOL = 0.02  # relative, spec section 6
+
+PAPER_G = ("AdamWPower (p = 1.2, AdamW's tuned hyperparameters) ends below tuned AdamW in every reported LLaMA "
+           "66M-2B / Qwen2-MoE run on C4 and OpenWebText, cosine and WSD (LLaMA-2B C4: 0.022 nats lower; "
+           "Qwen2MoE-2B WSD: 0.028)")
+PAPER_M = ("paper section 4 (uniform noise model): r(p) ~ (mu/sigma) sqrt(2p+1) when sigma >> mu, i.e. 1.732 mu/sigma "
+           "at p = 1 and 1.844 mu/sigma at p = 1.2 (+6.5 %); r(p) decreases in p when sigma << mu")
+PAPER_R = ("paper section 4: p > 1 is argued for noise-dominated (small-batch, long) pre-training and p < 1 for "
+           "large batches; ResNet-34/CIFAR-10 best p falls from 1.0 (batch 32) to 0.8 (batch 128)")
+PAPER_A = ("the best p shrinks as the gradient noise falls: ResNet-34/CIFAR-10 best p 1.0 at batch 32, 0.8-0.9 at "
+           "64, 0.8 at 128; LLaMA gains at p = 1.2 for small/noisy pre-training")
 
 _SMALL: dict[str, Any] = {
     "seed": 0,
@@ -65,8 +87,13 @@ _SMALL: dict[str, Any] = {
     "power_eps": 0.0,
     "fused": True,  # torch's fused CPU AdamW kernel for both arms (speed only; same update rule)
     "eval_every": 500,
+    "noise_every": 1000,
+    "noise_examples": 128,
     "workers": 2,
     "mc_samples": 1_000_000,
+    "mech_coords": 4096,
+    "mech_steps": 2000,
+    "mech_burn_in": 300,
     "ablation": False,
     "ablation_powers": [0.8, 1.5],
     "ablation_widths": [[64, 4000], [128, 1000]],
@@ -74,51 +101,117 @@ _SMALL: dict[str, Any] = {
 
 CONFIGS: dict[str, dict[str, Any]] = {
     "smoke": {**_SMALL, "n_seeds": 1, "nbytes": 300_000, "n_val_windows": 16, "steps": 20, "eval_every": 10,
-              "workers": 1, "mc_samples": 20_000, "ablation_widths": [[64, 20]]},
+              "noise_every": 10, "noise_examples": 8, "workers": 1, "mc_samples": 20_000, "mech_coords": 256,
+              "mech_steps": 200, "mech_burn_in": 50, "ablation_widths": [[64, 20]]},
     "small": _SMALL,
-    "paper": {
-        "seed": 0,
-        "model": "llama_0p2b",  # see icml26.gradpower.paper.MODEL_SIZES
-        "dataset": "allenai/c4",
-        "dataset_config": "en",
-        "tokenizer": "t5-base",
-        "seq_len": 1024,
-        "micro_batch": 16,
-        "global_batch_tokens": 524_288,
-        "total_tokens": 4_600_000_000,  # ~20 tokens/param for 0.23B
-        "lr": 1e-3,  # AdamW-tuned lr_max on the paper grid; reused for AdamWPower
-        "betas": [0.9, 0.95],
-        "eps": 1e-8,
-        "weight_decay": 0.1,
-        "clip": 1.0,
-        "schedule": "wsd",
-        "warmup_frac": 0.05,
-        "decay_frac": 0.333,
-        "min_ratio": 0.1,
-        "optimizers": ["adamw", "adamwpower"],
-        "power": 1.2,
-        "power_eps": 0.0,
-        "bf16": True,
-        "fsdp": False,  # True: FSDP2 fully_shard per decoder layer (under torchrun) instead of DDP
-        "lr_muon": 0.02,  # for the muon_adamw / muonpower arms
-        "eval_every": 1000,
-        "n_val_batches": 100,
-        "out_dir": "runs/gradpower/paper_ckpt",
-    },
+    "paper": dict(PAPER_CONFIG),
 }
+
+CONFIG_HELP: dict[str, str] = {
+    "seed": "first seed; seeds seed..seed+n_seeds-1 (init torch.manual_seed(s), batches Generator(1234 + s))",
+    "n_seeds": "paired seeds (>= 1; the spec's 3)",
+    "nbytes": "bytes of the stdlib *.py corpus (first nbytes; 90 % train, 10 % validation)",
+    "n_val_windows": "fixed validation windows of ctx + 1 bytes at stride ctx + 1 from the validation start",
+    "d_model": "TinyLlama width (head dim d_model / n_heads must be even)", "n_layers": "TinyLlama blocks",
+    "n_heads": "attention heads", "d_ff": "SwiGLU hidden width at d_model 32 (scaled with d_model in the ablation)",
+    "ctx": "training context, bytes", "batch_size": "windows per optimizer step", "steps": "optimizer steps",
+    "lr": "lr_max of both arms (AdamW-tuned, not retuned for AdamWPower)", "betas": "AdamW (b1, b2)",
+    "eps": "AdamW eps", "weight_decay": "AdamW decoupled weight decay", "clip": "global grad-norm clip (raw grads)",
+    "warmup_frac": "WSD linear warmup fraction", "decay_frac": "WSD final linear decay fraction",
+    "min_ratio": "WSD final lr as a fraction of lr_max", "power": "AdamWPower exponent p",
+    "power_eps": "shift inside the power (0 = pure form; 1e-8 = authors' script)",
+    "fused": "use torch's fused CPU AdamW kernel in both arms (speed only)",
+    "eval_every": "steps between validation evaluations (also the last step)",
+    "noise_every": "steps between gradient-noise-scale measurements (multiple of eval_every)",
+    "noise_examples": "training windows for the per-example gradients of the noise scale (>= 2)",
+    "workers": "parallel single-thread processes", "mc_samples": "stratified Monte Carlo samples of r(p) (M sanity)",
+    "mech_coords": "coordinates per (regime, p) of M's synthetic gradient streams",
+    "mech_steps": "measured optimizer steps of M's streams", "mech_burn_in": "unmeasured steps before them",
+    "ablation": "also run the report-only ablation A (p sweep and wider models, first seed)",
+    "ablation_powers": "A: exponents for the first seed", "ablation_widths": "A: [d_model, steps] pairs",
+}
+CONFIG_HELP.update({k: v for k, v in PAPER_CONFIG_HELP.items() if k not in CONFIG_HELP})
+
+EXPECTED_RUNTIME_S = {"smoke": 15, "small": 240, "paper": 2 * 24 * 3600}  # paper: 0.2B x 2 arms on 8 GPUs, roughly
+
+
+def validate_config(config: dict[str, Any]) -> None:
+    """Raise ValueError/TypeError naming the first bad key of `config` (the CLI calls this before compute)."""
+    if not isinstance(config, dict):
+        raise TypeError(f"config must be a dict, got {type(config).__name__}")
+    if config.get("scale", "small") == "paper":
+        validate_paper_config(config)
+        return
+    require_keys(config, _SMALL)
+    check_seed(config["seed"], "seed")
+    for key in ("n_seeds", "nbytes", "n_val_windows", "d_model", "n_layers", "n_heads", "d_ff", "ctx",
+                "batch_size", "steps", "eval_every", "noise_every", "workers", "mc_samples", "mech_coords",
+                "mech_steps"):
+        check_int(config[key], key, min=1)
+    check_int(config["noise_examples"], "noise_examples", min=2)
+    check_int(config["mech_burn_in"], "mech_burn_in", min=0)
+    if config["d_model"] % config["n_heads"] or (config["d_model"] // config["n_heads"]) % 2:
+        raise ValueError(f"d_model ({config['d_model']}) / n_heads ({config['n_heads']}) must be an even head dim")
+    if config["noise_every"] % config["eval_every"]:
+        raise ValueError(f"noise_every ({config['noise_every']}) must be a multiple of eval_every "
+                         f"({config['eval_every']}): the noise scale is measured at evaluation checkpoints")
+    for key in ("lr", "clip", "power"):
+        check_float(config[key], key, min=0.0, min_open=True)
+    for key in ("eps", "weight_decay", "power_eps"):
+        check_float(config[key], key, min=0.0)
+    betas = config["betas"]
+    if not isinstance(betas, (list, tuple)) or len(betas) != 2:
+        raise ValueError(f"betas must be a pair [b1, b2], got {betas!r}")
+    for i, b in enumerate(betas):
+        check_float(b, f"betas[{i}]", min=0.0, max=1.0, max_open=True)
+    check_float(config["warmup_frac"], "warmup_frac", min=0.0, max=1.0, max_open=True)
+    check_float(config["decay_frac"], "decay_frac", min=0.0, max=1.0)
+    if config["warmup_frac"] + config["decay_frac"] > 1.0:
+        raise ValueError(f"warmup_frac + decay_frac must be <= 1, got {config['warmup_frac']} + {config['decay_frac']}")
+    check_float(config["min_ratio"], "min_ratio", min=0.0, max=1.0)
+    check_bool(config["fused"], "fused")
+    check_bool(config["ablation"], "ablation")
+    powers = config["ablation_powers"]
+    if not isinstance(powers, list):
+        raise TypeError(f"ablation_powers must be a list of exponents, got {type(powers).__name__}")
+    for i, q in enumerate(powers):
+        check_float(q, f"ablation_powers[{i}]", min=0.0, min_open=True)
+    widths = config["ablation_widths"]
+    if not isinstance(widths, list) or not widths or any(not isinstance(w, (list, tuple)) or len(w) != 2
+                                                         for w in widths):
+        raise ValueError(f"ablation_widths must be a non-empty list of [d_model, steps] pairs, got {widths!r}")
+    for i, (w, n) in enumerate(widths):
+        check_int(w, f"ablation_widths[{i}][0]", min=1)
+        check_int(n, f"ablation_widths[{i}][1]", min=1)
+        if w % config["n_heads"] or (w // config["n_heads"]) % 2:
+            raise ValueError(f"ablation_widths[{i}][0] ({w}) / n_heads must be an even head dim")
+    n_train = int(config["nbytes"] * 0.9)
+    if config["n_val_windows"] * (config["ctx"] + 1) > config["nbytes"] - n_train:
+        raise ValueError(f"n_val_windows x (ctx + 1) = {config['n_val_windows'] * (config['ctx'] + 1)} exceeds the "
+                         f"{config['nbytes'] - n_train} validation bytes of nbytes")
 
 
 # ------------------------------------------------------------------------------------------------ one run
 def train_arm(config: dict[str, Any], seed: int, optimizer: str, power: float, d_model: int, steps: int,
               label: str) -> dict[str, Any]:
-    """One training run (module level so `run_parallel` can spawn it). Returns the validation curve."""
+    """One training run (module level so `run_parallel` can spawn it). Returns the validation curve and the
+    gradient noise scale at every `noise_every` steps (on fixed training windows shared by the arms)."""
     torch.set_num_threads(1)
     corpus = load_corpus(config["nbytes"], n_val_windows=config["n_val_windows"], window=config["ctx"] + 1)
+    probe = random_windows(corpus.train, config["noise_examples"], config["ctx"] + 1,
+                           torch.Generator().manual_seed(999_983 + seed))  # same probe for both arms of a seed
     torch.manual_seed(seed)  # same init for both arms of a seed
     model = TinyLlama(256, d_model, config["n_layers"], config["n_heads"], config["ctx"],
                       d_ff=config["d_ff"] * d_model // 32)
     gen = torch.Generator().manual_seed(1234 + seed)  # same batches for both arms of a seed
     kw = {"fused": True} if config["fused"] else {}
+    noise: dict[str, dict[str, float]] = {}
+    every = config["noise_every"]
+
+    def measure(step: int, m: torch.nn.Module) -> None:
+        if step % every == 0 or step == steps:
+            noise[str(step)] = gradient_noise_scale(m, probe, config["batch_size"])
+
     res = pretrain(
         model,
         lambda m: make_optimizer(optimizer, m, lr=config["lr"], betas=tuple(config["betas"]), eps=config["eps"],
@@ -133,38 +226,160 @@ def train_arm(config: dict[str, Any], seed: int, optimizer: str, power: float, d
         generator=gen,
         val_windows=corpus.val_windows,
         eval_every=min(config["eval_every"], steps),
+        on_eval=measure,
     )
     return {"label": label, "seed": seed, "optimizer": optimizer, "power": power, "d_model": d_model,
             "steps": steps, "n_params": model.num_params(), "eval_steps": res.eval_steps, "val_loss": res.val_loss,
-            "final": res.final_val_loss, "wall_s": res.wall_s}
+            "final": res.final_val_loss, "wall_s": res.wall_s, "noise_scale": noise}
 
 
-# ------------------------------------------------------------------------------------------------ mechanism
-def mechanism_check(n_samples: int, seed: int = 0) -> tuple[dict[str, Any], Claim]:
-    powers = [0.8, 1.0, 1.2, 1.5]
-    hi = [normalized_drift(0.05, 1.0, p, n_samples=n_samples, seed=seed) for p in powers]
-    lo = [normalized_drift(1.0, 0.2, p, n_samples=n_samples, seed=seed) for p in powers]
-    law = [high_noise_drift(0.05, 1.0, p) for p in powers]
-    rel = [abs(h - a) / abs(a) for h, a in zip(hi, law)]
-    inc = all(b > a for a, b in zip(hi, hi[1:]))
-    dec = all(b < a for a, b in zip(lo, lo[1:]))
-    measured = {"high_noise_r": dict(zip(map(str, powers), hi)), "low_noise_r": dict(zip(map(str, powers), lo)),
-                "max_rel_err_vs_sqrt_law": max(rel)}
+# ------------------------------------------------------------------------------------------------ claims
+def decide_note(per_seed: list[float], mean: float, threshold: float, what: str) -> str:
+    """Whether the seed spread lets a check of `mean` against `threshold` decide (spread vs distance)."""
+    if len(per_seed) < 2:
+        return f" {what}: one seed only, so its seed spread is unknown."
+    spread = max(per_seed) - min(per_seed)
+    dist = abs(mean - threshold)
+    if spread > dist:
+        return (f" {what}: the seed spread ({spread:.4f}) exceeds the distance of the mean from its threshold "
+                f"({dist:.4f}), so this check cannot decide at this size.")
+    return f" {what}: seed spread {spread:.4f} < distance from its threshold {dist:.4f} (decides)."
+
+
+def paired_claims(d: dict[int, float], la: dict[int, float], lp: dict[int, float], regime: str) -> list[Claim]:
+    """Claims G (gate) and P (reported) from the per-seed paired gaps d_s = L_AdamW(s) - L_AdamWPower(s)."""
+    seeds = list(d)
+    dv = np.array([d[s] for s in seeds])
+    mean_d, min_d = float(dv.mean()), float(dv.min())
+    n_pos = int((dv > 0).sum())
+    n = len(seeds)
+    need_pos = math.ceil(2 * n / 3)
+    per_seed = "; ".join(f"seed {s}: AdamW {la[s]:.4f}, AdamWPower {lp[s]:.4f}, d {d[s]:+.4f}" for s in seeds)
+    sanity = (" Holds by construction: nothing (both arms are trained; the paired design, same init and batches "
+              "per seed, is the sanity element, and AdamWPower at p = 1 equals AdamW bit for bit, tested). "
+              "Can fail: every part.")
+    g_held = mean_d >= -0.005 and min_d >= -0.015
+    p_held = mean_d > 0 and n_pos >= need_pos
+    return [
+        Claim(
+            id="G",
+            statement="AdamWPower (p=1.2) with the AdamW-tuned hyperparameters is not worse than AdamW "
+                      "(non-inferiority gate of the CPU reproduction).",
+            metric="d_s = L_AdamW - L_AdamWPower, final validation loss (nats/byte), paired seeds",
+            measured={"mean_d": mean_d, "min_d": min_d, **{f"d_seed{s}": d[s] for s in seeds}},
+            threshold="mean_s d_s >= -0.005 and min_s d_s >= -0.015 nats/byte",
+            held=g_held, gate=True, paper=PAPER_G, per_seed=[d[s] for s in seeds],
+            details=per_seed + "." + sanity + decide_note(list(dv), mean_d, -0.005, "Mean gap")
+                    + f" Regime: {regime}",
+        ),
+        Claim(
+            id="P",
+            statement="AdamWPower (p=1.2) reaches a lower final loss than AdamW (the paper's direction; "
+                      "fragile at CPU scale, reported not gated).",
+            metric="d_s = L_AdamW - L_AdamWPower, final validation loss (nats/byte), paired seeds",
+            measured={"mean_d": mean_d, "n_seeds_improved": n_pos, "n_seeds": n},
+            threshold=f"mean_s d_s > 0 and d_s > 0 on >= {need_pos} of {n} seeds",
+            held=p_held, gate=False, paper=PAPER_G, per_seed=[d[s] for s in seeds],
+            details=per_seed + "." + sanity + decide_note(list(dv), mean_d, 0.0, "Mean gap")
+                    + f" Regime: {regime}"
+                    + ("" if p_held else " Not held here: at CPU scale the gap is of the size of seed noise and its "
+                       "sign depends on corpus/batch (spec section 6); the paper's gain is a large-scale, "
+                       "long-training effect."),
+        ),
+    ]
+
+
+def mechanism_check(n_samples: int, seed: int = 0, *, coords: int = 4096, steps: int = 2000, burn_in: int = 300,
+                    optimizer_factory=None) -> tuple[dict[str, Any], Claim]:
+    """Claim M: AdamWPower's drift measured on synthetic streams vs the closed form, plus the theory sanity part.
+
+    `optimizer_factory` (see `mechanism.optimizer_drift`) replaces AdamWPower, e.g. by a deliberately wrong one.
+    """
+    powers = list(MECH_POWERS)
+    # sanity (pure maths, holds for any correct closed form): stratified MC of r(p) vs the sqrt(2p+1) law
+    hi_mc = [normalized_drift(*MECH_HIGH, p, n_samples=n_samples, seed=seed) for p in powers]
+    law = [high_noise_drift(*MECH_HIGH, p) for p in powers]
+    law_err = max(abs(h - a) / abs(a) for h, a in zip(hi_mc, law))
+    closed = {k: [normalized_drift(*reg, p) for p in powers] for k, reg in (("high", MECH_HIGH), ("low", MECH_LOW))}
+    # can fail: the optimizer's measured drift
+    meas = optimizer_drift([MECH_HIGH, MECH_LOW], powers, n_coords=coords, n_steps=steps, burn_in=burn_in, seed=seed,
+                           optimizer_factory=optimizer_factory)
+    keys = {"high": f"mu={MECH_HIGH[0]:g},sigma={MECH_HIGH[1]:g}", "low": f"mu={MECH_LOW[0]:g},sigma={MECH_LOW[1]:g}"}
+    got = {k: [meas["drift"][keys[k]][f"{p:g}"] for p in powers] for k in keys}
+    se = {k: [meas["se"][keys[k]][f"{p:g}"] for p in powers] for k in keys}
+    rel = {k: [abs(g - c) / abs(c) for g, c in zip(got[k], closed[k])] for k in keys}
+    inc = all(b > a for a, b in zip(got["high"], got["high"][1:]))
+    dec = all(b < a for a, b in zip(got["low"], got["low"][1:]))
+    max_rel = max(max(rel["high"]), max(rel["low"]))
+    max_rel_se = max(2 * s / abs(c) for k in keys for s, c in zip(se[k], closed[k]))
+    held = inc and dec and max_rel <= MECH_TOL and law_err <= MECH_TOL
+    measured = {"optimizer_high_noise_r": dict(zip(map(str, powers), got["high"])),
+                "optimizer_low_noise_r": dict(zip(map(str, powers), got["low"])),
+                "max_rel_err_vs_closed_form": max_rel, "theory_max_rel_err_vs_sqrt_law": law_err}
+    fmt = lambda xs: ", ".join(f"{x:.4f}" for x in xs)  # noqa: E731
+    details = (f"AdamWPower (betas 0.9/0.999, lr 1e-3, wd 0, float64) fed g = mu + sigma U(-1, 1) on {coords} "
+               f"coordinates per (regime, p), {burn_in} burn-in + {steps} measured steps, draws shared across p. "
+               f"Measured drift at (mu, sigma) = {MECH_HIGH}: {fmt(got['high'])} (closed form {fmt(closed['high'])}); "
+               f"at {MECH_LOW}: {fmt(got['low'])} (closed form {fmt(closed['low'])}) for p = "
+               f"{', '.join(map(str, powers))}; standard errors <= {max(max(se['high']), max(se['low'])):.1e} "
+               f"(2 SE = {100 * max_rel_se:.2f} % of the value, "
+               + ("below" if max_rel_se < MECH_TOL else "ABOVE, so the check cannot decide at this size:")
+               + f" the {100 * MECH_TOL:.0f} % tolerance). increasing={inc}, decreasing={dec}, max relative error "
+               f"vs closed form {max_rel:.4f}. Can fail: this optimizer part (a wrong power, no transform, or a "
+               "transform outside the moments moves it; tests show p + 0.3 and plain AdamW failing). Sanity, holds "
+               f"by construction (maths): stratified MC ({n_samples} samples) of r(p) vs (mu/sigma) sqrt(2p+1), "
+               f"max relative error {law_err:.4f}.")
     claim = Claim(
         id="M",
         statement="Under Adam's normalisation, p > 1 raises the stationary drift of noise-dominated coordinates "
                   "(r(p) ~ (mu/sigma) sqrt(2p+1)) and lowers it for signal-dominated ones.",
-        metric="r(p) = E[phi_p(g)]/sqrt(E[phi_p(g)^2]), g ~ U(mu-sigma, mu+sigma), p in {0.8, 1, 1.2, 1.5} "
-               f"(stratified MC, {n_samples} samples)",
+        metric="AdamWPower's mean update / lr on synthetic streams g ~ U(mu - sigma, mu + sigma), p in "
+               "{0.8, 1, 1.2, 1.5}, vs r(p) = E[phi_p(g)]/sqrt(E[phi_p(g)^2])",
         measured=measured,
-        threshold="increasing in p at (mu, sigma) = (0.05, 1); decreasing at (1, 0.2); high-noise values within "
-                  "2 % of (mu/sigma) sqrt(2p+1)",
-        held=inc and dec and max(rel) <= 0.02,
-        gate=True,
-        details=f"increasing={inc}, decreasing={dec}, relative errors vs sqrt law "
-                + ", ".join(f"p={p}: {e:.4f}" for p, e in zip(powers, rel)),
+        threshold=f"increasing in p at (mu, sigma) = {MECH_HIGH}; decreasing at {MECH_LOW}; within "
+                  f"{100 * MECH_TOL:.0f} % of the closed form; closed form within {100 * MECH_TOL:.0f} % of "
+                  "(mu/sigma) sqrt(2p+1) under high noise",
+        held=held, gate=True, paper=PAPER_M, details=details,
     )
-    return measured, claim
+    return {"optimizer": meas, "closed_form": closed, "theory_mc_high_noise": hi_mc, "sqrt_law": law}, claim
+
+
+def regime_claim(noise: dict[str, dict[str, dict[str, float]]], seeds: list[int], steps: int,
+                 batch_size: int) -> tuple[Claim, str]:
+    """Claim R (reported) from per-run noise scales {label: {str(step): gradient_noise_scale(...)}}; also a one-line
+    regime summary for the other claims' details."""
+    late = {lab: {int(k): v["noise_to_signal"] for k, v in ns.items() if int(k) >= steps // 2}
+            for lab, ns in noise.items()}
+    min_ratio = min(min(v.values()) for v in late.values())
+    last = {lab: ns[max(ns, key=int)] for lab, ns in noise.items()}
+    mean_last = {arm: float(np.mean([last[f"{arm}_s{s}"]["noise_to_signal"] for s in seeds]))
+                 for arm in ("adamw", "adamwpower")}
+    frac_last = {arm: float(np.mean([last[f"{arm}_s{s}"]["frac_coords_noise_dominated"] for s in seeds]))
+                 for arm in ("adamw", "adamwpower")}
+    per_seed = [min(late[f"{arm}_s{s}"].values()) for s in seeds for arm in ("adamw", "adamwpower")]
+    held = min_ratio > 1.0
+    table = "; ".join(f"{lab}: " + ", ".join(f"{k}: {v['noise_to_signal']:.2f}" for k, v in sorted(
+        ns.items(), key=lambda kv: int(kv[0]))) for lab, ns in noise.items())
+    summary = (f"B_noise/B at the last step {mean_last['adamw']:.2f} (AdamW) / {mean_last['adamwpower']:.2f} "
+               f"(AdamWPower), seed means; min from mid-training on {min_ratio:.2f} -> "
+               + ("noise-dominated (the regime of the paper's argument)." if held else
+                  "NOT noise-dominated throughout, so this run does not test the paper's regime."))
+    claim = Claim(
+        id="R",
+        statement="The run is in the noise-dominated regime the paper's mechanism is about: the batch gradient's "
+                  "noise exceeds its signal late in training.",
+        metric=f"simple noise scale tr(Sigma)/|G|^2 (per-window gradients) / batch size {batch_size}, at every "
+               f"checkpoint >= step {steps // 2}, each arm and seed",
+        measured={"min_noise_to_signal_late": min_ratio, "mean_noise_to_signal_last": mean_last,
+                  "frac_coords_noise_dominated_last": frac_last},
+        threshold="> 1 at every late checkpoint of every run",
+        held=held, gate=False, paper=PAPER_R, per_seed=per_seed,
+        details=("B_noise/B per run and step: " + table + ". Fraction of coordinates whose batch noise exceeds "
+                 f"their mean at the last step: {frac_last['adamw']:.2f} / {frac_last['adamwpower']:.2f}. "
+                 "Measured, can fail (nothing by construction); per_seed lists each run's late minimum "
+                 "(AdamW, AdamWPower per seed)."),
+    )
+    return claim, summary
 
 
 # ------------------------------------------------------------------------------------------------ figures
@@ -216,19 +431,33 @@ def _drift_figure():
     return fig
 
 
+def _noise_figure(noise: dict[str, dict[str, dict[str, float]]], seeds: list[int], batch_size: int):
+    fig, ax = new_figure()
+    for arm, color, name in (("adamw", "C0", "AdamW"), ("adamwpower", "C1", "AdamWPower")):
+        for i, s in enumerate(seeds):
+            ns = noise[f"{arm}_s{s}"]
+            steps = sorted(map(int, ns))
+            ax.plot(steps, [ns[str(k)]["noise_to_signal"] for k in steps], marker="o", ms=3, color=color,
+                    alpha=0.9 if i == 0 else 0.5, label=name if i == 0 else None)
+    ax.axhline(1.0, color="k", lw=0.8, ls="--")
+    ax.set_yscale("log")
+    ax.set_xlabel("step")
+    ax.set_ylabel(f"tr(Sigma) / |G|^2 / B   (B = {batch_size})")
+    ax.set_title("gradient noise scale (> 1: noise-dominated)")
+    ax.legend(fontsize=8)
+    return fig
+
+
 # ------------------------------------------------------------------------------------------------ run
 def run(config: dict[str, Any]) -> Result:
     """Run the reproduction at `config["scale"]` and return its Result (claims computed from the runs)."""
+    validate_config(config)
     scale = config.get("scale", "small")
     if scale == "paper":
-        from icml26.gradpower.paper import run_paper
-
         return run_paper(config)
     t0 = time.perf_counter()
     n_seeds = int(config["n_seeds"])
-    if n_seeds < 1:
-        raise ValueError(f"n_seeds must be >= 1, got {n_seeds}")
-    seeds = [config["seed"] + i for i in range(n_seeds)]
+    seeds = [int(config["seed"]) + i for i in range(n_seeds)]
     p, d0, steps = config["power"], config["d_model"], config["steps"]
     jobs = []
     for s in seeds:
@@ -256,40 +485,13 @@ def run(config: dict[str, Any]) -> Result:
     la = {s: arms[("adamw", s)]["final"] for s in seeds}
     lp = {s: arms[("adamwpower", s)]["final"] for s in seeds}
     d = {s: la[s] - lp[s] for s in seeds}
+    noise = {f"{n}_s{s}": a["noise_scale"] for (n, s), a in arms.items()}
+    claim_r, regime = regime_claim(noise, seeds, steps, config["batch_size"])
+    claims = paired_claims(d, la, lp, regime)
+    mech, mclaim = mechanism_check(config["mc_samples"], seed=config["seed"], coords=config["mech_coords"],
+                                   steps=config["mech_steps"], burn_in=config["mech_burn_in"])
+    claims += [mclaim, claim_r]
     dv = np.array(list(d.values()))
-    mean_d, min_d = float(dv.mean()), float(dv.min())
-    n_pos = int((dv > 0).sum())
-    need_pos = math.ceil(2 * n_seeds / 3)
-    per_seed = "; ".join(f"seed {s}: AdamW {la[s]:.4f}, AdamWPower {lp[s]:.4f}, d {d[s]:+.4f}" for s in seeds)
-    claims = [
-        Claim(
-            id="G",
-            statement="AdamWPower (p=1.2) with the AdamW-tuned hyperparameters is not worse than AdamW "
-                      "(non-inferiority gate of the CPU reproduction).",
-            metric="d_s = L_AdamW - L_AdamWPower, final validation loss (nats/byte), paired seeds",
-            measured={"mean_d": mean_d, "min_d": min_d, **{f"d_seed{s}": d[s] for s in seeds}},
-            threshold="mean_s d_s >= -0.005 and min_s d_s >= -0.015 nats/byte",
-            held=mean_d >= -0.005 and min_d >= -0.015,
-            gate=True,
-            details=per_seed,
-        ),
-        Claim(
-            id="P",
-            statement="AdamWPower (p=1.2) reaches a lower final loss than AdamW (the paper's direction; "
-                      "fragile at CPU scale, reported not gated).",
-            metric="d_s = L_AdamW - L_AdamWPower, final validation loss (nats/byte), paired seeds",
-            measured={"mean_d": mean_d, "n_seeds_improved": n_pos, "n_seeds": n_seeds},
-            threshold=f"mean_s d_s > 0 and d_s > 0 on >= {need_pos} of {n_seeds} seeds",
-            held=mean_d > 0 and n_pos >= need_pos,
-            gate=False,
-            details=per_seed + ("" if (mean_d > 0 and n_pos >= need_pos) else
-                                ". Not held here: at CPU scale the gap is of the size of seed noise and its sign "
-                                "depends on corpus/batch (spec section 6); the paper's gain is a large-scale, "
-                                "long-training effect."),
-        ),
-    ]
-    mech, mclaim = mechanism_check(config["mc_samples"], seed=config["seed"])
-    claims.append(mclaim)
 
     metrics: dict[str, Any] = {
         "n_params": arms[("adamw", seeds[0])]["n_params"],
@@ -303,9 +505,10 @@ def run(config: dict[str, Any]) -> Result:
         "mean_bits_per_byte_adamw": float(np.mean(list(la.values())) / LN2),
         "mean_bits_per_byte_adamwpower": float(np.mean(list(lp.values())) / LN2),
         "delta_per_seed": d,
-        "delta_mean": mean_d,
+        "delta_mean": float(dv.mean()),
         "delta_std": float(dv.std()),
         "curves": {f"{n}_s{s}": {"steps": a["eval_steps"], "val_loss": a["val_loss"]} for (n, s), a in arms.items()},
+        "noise_scale": noise,
         "wall_s_per_run": {o["label"]: o["wall_s"] for o in outs},
         "mechanism": mech,
     }
@@ -332,14 +535,24 @@ def run(config: dict[str, Any]) -> Result:
             measured=gaps,
             threshold=f"gap(d{last_w}, {last_steps} steps) < gap(d{d0}, {steps} steps)",
             held=g_sig < d[s],
-            gate=False,
-            details="; ".join(f"{k}: {v:.4f}" if isinstance(v, float) else f"{k}: {v}" for k, v in abl.items()),
+            gate=False, paper=PAPER_A,
+            details="; ".join(f"{k}: {v:.4f}" if isinstance(v, float) else f"{k}: {v}" for k, v in abl.items())
+                    + ". One seed: its seed spread is unknown (the main runs' spread of d is "
+                      f"{float(dv.max() - dv.min()):.4f}), so a difference of gaps below that cannot decide.",
         ))
 
     result = Result(slug=SLUG, scale=config["scale"], config=config, metrics=metrics, claims=claims,
                     notes=f"{n_seeds} paired seeds; {metrics['n_params']} params; "
-                          f"{metrics['bytes_per_param']:.0f} bytes/param; WSD; lr {config['lr']} for both arms.")
-    result.add_figure("val_loss_curves", _curve_figure(arms, seeds, p))
-    result.add_figure("drift_vs_p", _drift_figure())
+                          f"{metrics['bytes_per_param']:.0f} bytes/param; WSD; lr {config['lr']} for both arms. "
+                          f"Regime: {regime}")
+    result.add_figure("val_loss_curves", _curve_figure(arms, seeds, p),
+                      "validation loss per arm (thin: seeds) and the paired gap per seed")
+    result.add_figure("noise_scale", _noise_figure(noise, seeds, config["batch_size"]),
+                      "gradient noise scale / batch size at the checkpoints, per arm and seed")
+    result.add_figure("drift_vs_p", _drift_figure(), "closed-form normalised drift r(p) in both noise regimes")
     result.runtime_s = time.perf_counter() - t0
     return result
+
+
+__all__ = ["CONFIGS", "CONFIG_HELP", "EXPECTED_RUNTIME_S", "validate_config", "run", "train_arm",
+           "mechanism_check", "paired_claims", "regime_claim"]

@@ -140,21 +140,33 @@ def sign_power_(t: torch.Tensor, p: float, eps: float = 0.0) -> torch.Tensor:
 
 
 @torch.no_grad()
-def foreach_sign_power_(tensors: Sequence[torch.Tensor], p: float, eps: float = 0.0) -> None:
+def foreach_sign_power_(tensors: Sequence[torch.Tensor], p: float, eps: float = 0.0, *,
+                        use_foreach: bool | None = None) -> None:
     """In-place `sign_power_` on a list of tensors (every parameter's gradient in `AdamWPower` / `GradPower`).
 
-    CUDA (and other accelerator) fp32/fp64 tensors go through multi-tensor `torch._foreach_*` kernels; CPU tensors
-    are transformed chunk-wise with shared scratch buffers; bf16/fp16 are computed in fp32. All paths are
-    bit-identical to `sign_power` tensor by tensor.
+    Args:
+        tensors: real floating tensors, transformed in place.
+        p, eps: as `sign_power`.
+        use_foreach: None (default) sends fp32/fp64 tensors on accelerators (CUDA, ...) through the multi-tensor
+            `torch._foreach_*` kernels and CPU tensors through the chunked in-place path; True sends every
+            fp32/fp64 tensor through the `_foreach_*` kernels (also on CPU, where torch runs them tensor by
+            tensor); False never uses them. bf16/fp16 are always computed in fp32 and cast back.
+    All paths are bit-identical to `sign_power` tensor by tensor (tested, the `_foreach_` path included).
     """
     p, eps = check_power(p, eps)
+    if use_foreach is not None and not isinstance(use_foreach, bool):
+        raise TypeError(f"use_foreach must be None, True or False, got {type(use_foreach).__name__}")
+    if isinstance(tensors, torch.Tensor) or not isinstance(tensors, Sequence):
+        raise TypeError(f"tensors must be a list or tuple of tensors, got {type(tensors).__name__}")
+    for i, t in enumerate(tensors):
+        _check_tensor(t, f"tensors[{i}]")
     if p == 1.0 and eps == 0.0:
         return
     fast: list[torch.Tensor] = []
     scratch: dict = {}
-    for i, t in enumerate(tensors):
-        _check_tensor(t, f"tensors[{i}]")
-        if t.device.type != "cpu" and t.dtype not in _LOW_PRECISION:
+    for t in tensors:
+        foreach_ok = t.dtype not in _LOW_PRECISION
+        if foreach_ok and (use_foreach or (use_foreach is None and t.device.type != "cpu")):
             fast.append(t)
         else:
             _inplace(t, p, eps, scratch)

@@ -36,6 +36,7 @@ import torch
 from torch import nn
 from torch.optim import AdamW, Optimizer
 
+from icml26.common.validation import check_float
 from icml26.gradpower.functional import check_power, foreach_sign_power_
 
 __all__ = ["AdamWPower", "GradPower", "CombinedOptimizer", "MuonPower", "build_muon_adamw", "split_muon_params"]
@@ -52,6 +53,22 @@ def _group_grads(group: dict[str, Any], owner: str) -> list[torch.Tensor]:
             raise RuntimeError(f"{owner} does not support complex parameters (phi_p is defined for real values)")
         grads.append(p.grad)
     return grads
+
+
+def _check_adamw_hparams(lr, betas, eps, weight_decay) -> None:
+    """AdamW's own hyperparameters, refused by name when NaN/inf or out of range (torch accepts lr = inf)."""
+    if isinstance(lr, torch.Tensor):
+        if lr.numel() != 1 or not bool(torch.isfinite(lr).all()) or float(lr) < 0:
+            raise ValueError(f"lr must be a finite number >= 0 (or a 1-element tensor), got {lr!r}")
+    else:
+        check_float(lr, "lr", min=0.0)
+    if isinstance(betas, (str, bytes)) or not hasattr(betas, "__len__") or len(betas) != 2:
+        raise ValueError(f"betas must be a pair (b1, b2), got {betas!r}")
+    for i, b in enumerate(betas):
+        if not isinstance(b, torch.Tensor):
+            check_float(b, f"betas[{i}]", min=0.0, max=1.0, max_open=True)
+    check_float(eps, "eps", min=0.0)
+    check_float(weight_decay, "weight_decay", min=0.0)
 
 
 def _set_group_power(group: dict[str, Any], power: float, power_eps: float) -> None:
@@ -92,6 +109,7 @@ class AdamWPower(AdamW):
         **adamw_kwargs: Any,
     ) -> None:
         power, power_eps = check_power(power, power_eps, p_name="power", eps_name="power_eps")
+        _check_adamw_hparams(lr, betas, eps, weight_decay)
         self._power_defaults = (power, power_eps)  # read by add_param_group while AdamW builds the groups
         super().__init__(params, lr, betas, eps, weight_decay, **adamw_kwargs)
         self.defaults["power"], self.defaults["power_eps"] = power, power_eps
@@ -114,6 +132,10 @@ class AdamWPower(AdamW):
 
     def _init_group(self, group, params_with_grad, grads, *rest):  # noqa: ANN001 - torch's private signature
         # Adam.step calls this once per group (after the closure, before the update): the one added line.
+        # re-checked every step: a group's power may have been edited after construction
+        group["power"], group["power_eps"] = check_power(group["power"], group["power_eps"],
+                                                         p_name="param_group['power']",
+                                                         eps_name="param_group['power_eps']")
         if group["power"] != 1.0 or group["power_eps"] != 0.0:
             grads_to_transform = _group_grads(group, type(self).__name__)
             if grads_to_transform and getattr(self, "grad_scale", None) is not None:

@@ -19,8 +19,9 @@ from tqdm.auto import tqdm
 
 from icml26.common.text import random_windows
 from icml26.common.train import evaluate_loss, lm_loss
+from icml26.common.validation import check_float, check_int, check_tensor
 
-__all__ = ["PretrainResult", "pretrain"]
+__all__ = ["PretrainResult", "pretrain", "model_vocab_size", "token_ids"]
 
 
 @dataclass
@@ -58,13 +59,14 @@ def pretrain(
     grad_scaler: torch.amp.GradScaler | None = None,
     device: str | torch.device | None = None,
     progress: bool | str = False,
+    on_eval: Callable[[int, nn.Module], None] | None = None,
 ) -> PretrainResult:
     """Train `model` for `steps` optimizer steps on random windows of `ctx + 1` tokens of `train_tokens`.
 
     Args:
         model: a TinyLM/TinyLlama or a `transformers` causal LM (e.g. `LlamaForCausalLM(LlamaConfig(...))`).
         optimizer_factory: `model -> optimizer`, e.g. `lambda m: AdamWPower(m.parameters(), lr=2e-3)`.
-        train_tokens: 1-D long tensor of token ids.
+        train_tokens: 1-D tensor (or list) of integer token ids in [0, vocab) (checked against the model's vocab).
         steps, batch_size, ctx: optimizer steps, windows per micro-batch, tokens of context per window.
         scheduler_factory: `optimizer -> LRScheduler` stepped once per optimizer step (e.g. `schedules.wsd`).
         clip: global grad-norm threshold applied to the raw (accumulated, unscaled) gradient; None = no clip.
@@ -75,21 +77,57 @@ def pretrain(
         grad_scaler: a `torch.amp.GradScaler` for fp16; gradients are unscaled before clipping/transforming.
         device: where to train (default: the model's device); train_tokens stay on the CPU until sampled.
         progress: show a tqdm bar (a string is used as its description).
+        on_eval: optional `on_eval(step, model)` called after every evaluation (e.g. to measure the gradient
+            noise scale at those checkpoints); it must leave the model's parameters unchanged.
     Returns:
         `PretrainResult` with the validation curve (`eval_steps`, `val_loss`), train losses and lrs.
+    Raises:
+        TypeError: an optimizer / scheduler instance where a factory is expected, non-integer token ids, ...
+        ValueError: token ids outside the model's vocabulary, non-integer or non-positive sizes, a stream too
+            short for the context.
     """
-    for name, v in (("steps", steps), ("batch_size", batch_size), ("ctx", ctx), ("grad_accum", grad_accum)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(f"{name} must be a positive int, got {v!r}")
-    if eval_every < 0:
-        raise ValueError(f"eval_every must be >= 0, got {eval_every}")
-    if not isinstance(train_tokens, torch.Tensor) or train_tokens.ndim != 1:
-        raise ValueError("train_tokens must be a 1-D tensor of token ids")
+    steps = check_int(steps, "steps", min=1)
+    batch_size = check_int(batch_size, "batch_size", min=1)
+    ctx = check_int(ctx, "ctx", min=1)
+    grad_accum = check_int(grad_accum, "grad_accum", min=1)
+    eval_every = check_int(eval_every, "eval_every", min=0)
+    if clip is not None:
+        clip = check_float(clip, "clip", min=0.0, min_open=True)
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module (TinyLM or a transformers causal LM), got "
+                        f"{type(model).__name__}")
+    vocab = model_vocab_size(model)
+    train_tokens = token_ids(train_tokens, "train_tokens", vocab, ndim=1)
+    if len(train_tokens) <= ctx + 1:
+        raise ValueError(f"train_tokens has {len(train_tokens)} tokens, too few for windows of ctx + 1 = {ctx + 1}")
+    if val_windows is not None:
+        val_windows = token_ids(val_windows, "val_windows", vocab, ndim=2)
+        if val_windows.shape[1] < 2:
+            raise ValueError(f"val_windows must be (N, T) with T >= 2, got {tuple(val_windows.shape)}")
+    if optimizer_factory is None:
+        raise TypeError("optimizer_factory must be a function model -> optimizer, got None")
+    for name, f in (("optimizer_factory", optimizer_factory), ("scheduler_factory", scheduler_factory)):
+        if isinstance(f, (torch.optim.Optimizer, torch.optim.lr_scheduler.LRScheduler)):
+            what = "optimizer" if name == "optimizer_factory" else "scheduler"
+            raise TypeError(f"{name} must be a function building the {what}, got an already built "
+                            f"{type(f).__name__}; pass e.g. `lambda m: AdamWPower(m.parameters(), lr=2e-3)`"
+                            if what == "optimizer" else
+                            f"{name} must be a function building the {what}, got an already built "
+                            f"{type(f).__name__}; pass e.g. `lambda opt: wsd(opt, steps)`")
+        if f is not None and not callable(f):
+            raise TypeError(f"{name} must be callable, got {type(f).__name__}")
+    if on_eval is not None and not callable(on_eval):
+        raise TypeError(f"on_eval must be callable, got {type(on_eval).__name__}")
+    if grad_scaler is not None and not isinstance(grad_scaler, torch.amp.GradScaler):
+        raise TypeError(f"grad_scaler must be a torch.amp.GradScaler, got {type(grad_scaler).__name__}")
     dev = torch.device(device) if device is not None else next(model.parameters()).device
     model.to(dev)
     optimizer = optimizer_factory(model)
     if not isinstance(optimizer, torch.optim.Optimizer):
         raise TypeError(f"optimizer_factory must return a torch.optim.Optimizer, got {type(optimizer).__name__}")
+    own = {id(p) for p in model.parameters()}
+    if not any(id(p) in own for g in optimizer.param_groups for p in g["params"]):
+        raise ValueError("optimizer_factory built an optimizer over none of the model's parameters")
     scheduler = scheduler_factory(optimizer) if scheduler_factory is not None else None
     params = [p for g in optimizer.param_groups for p in g["params"]]
     res = PretrainResult()
@@ -125,5 +163,31 @@ def pretrain(
                 res.val_loss.append(evaluate_loss(model, val))
             res.eval_steps.append(step + 1)
             bar.set_postfix(val=f"{res.val_loss[-1]:.4f}")
+            if on_eval is not None:
+                on_eval(step + 1, model)
     res.wall_s = time.perf_counter() - t0
     return res
+
+
+def model_vocab_size(model: nn.Module) -> int | None:
+    """Vocabulary size of a TinyLM (`config.vocab_size`) or a HF causal LM (its input embedding rows)."""
+    get = getattr(model, "get_input_embeddings", None)
+    if callable(get):
+        emb = get()
+        if isinstance(emb, nn.Embedding):
+            return emb.num_embeddings
+    v = getattr(getattr(model, "config", None), "vocab_size", None)
+    return v if isinstance(v, int) else None
+
+
+def token_ids(x, name: str, vocab: int | None, *, ndim: int) -> torch.Tensor:
+    """`x` (tensor, array or list) as a long tensor of token ids in [0, vocab), with `ndim` dimensions."""
+    t = check_tensor(x, name, ndim=ndim, floating=False)
+    if t.is_floating_point() or t.dtype == torch.bool or t.is_complex():
+        raise TypeError(f"{name} must hold integer token ids, got dtype {t.dtype}")
+    t = t.long()
+    lo, hi = int(t.min()), int(t.max())
+    if lo < 0 or (vocab is not None and hi >= vocab):
+        bound = f"the model's vocabulary [0, {vocab})" if vocab is not None else "[0, inf)"
+        raise ValueError(f"{name} holds token ids in [{lo}, {hi}], outside {bound}")
+    return t

@@ -1,0 +1,92 @@
+"""gradpower's claim checks can fail: M measured through the optimizer (a wrong power or no transform flips it),
+G/P from paired gaps, R from the noise scale; plus known answers of the noise-scale estimator."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from icml26.gradpower import AdamWPower, TinyLlama
+from icml26.gradpower.experiment import MECH_HIGH, mechanism_check, paired_claims, regime_claim
+from icml26.gradpower.mechanism import gradient_noise_scale, optimizer_drift
+from icml26.gradpower.theory import normalized_drift
+
+FAST = dict(coords=2048, steps=1000, burn_in=200)
+
+
+def test_measured_drift_matches_the_closed_form():
+    out = optimizer_drift([MECH_HIGH], [1.0, 1.5], n_coords=2048, n_steps=1000, burn_in=200)
+    key = f"mu={MECH_HIGH[0]:g},sigma={MECH_HIGH[1]:g}"
+    for p in (1.0, 1.5):
+        want = normalized_drift(*MECH_HIGH, p)
+        got, se = out["drift"][key][f"{p:g}"], out["se"][key][f"{p:g}"]
+        assert abs(got - want) < 4 * se and se < 0.01 * want
+
+
+def test_claim_m_holds_for_adamwpower_and_fails_for_a_wrong_power_or_no_transform():
+    _, good = mechanism_check(20_000, **FAST)
+    assert good.held and good.gate and good.measured["max_rel_err_vs_closed_form"] < 0.02
+
+    def wrong_power(groups, lr, betas, eps):  # applies p + 0.3 where the check expects p
+        return AdamWPower([{**g, "power": g["power"] + 0.3} for g in groups], lr=lr, betas=betas, eps=eps,
+                          weight_decay=0.0)
+
+    _, bad = mechanism_check(20_000, optimizer_factory=wrong_power, **FAST)
+    assert not bad.held and bad.measured["max_rel_err_vs_closed_form"] > 0.02
+
+    def no_transform(groups, lr, betas, eps):  # plain AdamW: every p gives the p = 1 drift
+        return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps, weight_decay=0.0)
+
+    _, plain = mechanism_check(20_000, optimizer_factory=no_transform, **FAST)
+    assert not plain.held
+
+
+def test_paired_claims_flip_with_the_gaps():
+    la = {0: 1.80, 1: 1.80, 2: 1.80}
+    good, rep = paired_claims({0: 0.010, 1: 0.004, 2: 0.006}, la, {s: 1.80 - 0.005 for s in la}, "regime")
+    assert good.held and rep.held and good.per_seed == [0.010, 0.004, 0.006] and good.paper
+    bad_g, bad_p = paired_claims({0: 0.011, 1: -0.035, 2: -0.021}, la, la, "regime")
+    assert not bad_g.held and not bad_p.held and "cannot decide" in bad_g.details
+    one_bad, _ = paired_claims({0: 0.010, 1: 0.010, 2: -0.020}, la, la, "regime")  # mean ok, min too low
+    assert not one_bad.held
+
+
+def _noise(ratio):
+    return {f"{arm}_s{s}": {str(k): {"noise_to_signal": ratio * k / 4000, "frac_coords_noise_dominated": 0.5}
+                            for k in (1000, 2000, 3000, 4000)} for arm in ("adamw", "adamwpower") for s in (0, 1)}
+
+
+def test_regime_claim_flips_with_the_noise_scale():
+    noisy, summary = regime_claim(_noise(10.0), [0, 1], 4000, 16)
+    assert noisy.held and not noisy.gate and "noise-dominated" in summary
+    assert noisy.measured["min_noise_to_signal_late"] == pytest.approx(5.0)  # steps >= 2000 only
+    quiet, summary = regime_claim(_noise(1.5), [0, 1], 4000, 16)
+    assert not quiet.held and "NOT noise-dominated" in summary
+
+
+def test_gradient_noise_scale_known_answers():
+    torch.manual_seed(0)
+    model = TinyLlama(64, 16, 1, 2, 16, d_ff=32)
+    g = torch.Generator().manual_seed(0)
+    w = torch.randint(0, 64, (1, 17), generator=g).repeat(6, 1)  # one sequence with a few tokens changed: signal
+    w[torch.arange(6), torch.randint(0, 17, (6,), generator=g)] = torch.randint(0, 64, (6,), generator=g)
+    dup = gradient_noise_scale(model, w[:1].repeat(5, 1), 4)  # identical examples: no noise at all
+    assert dup["trace_cov"] == pytest.approx(0.0, abs=1e-12) and dup["b_noise"] == pytest.approx(0.0, abs=1e-9)
+    out = gradient_noise_scale(model, w, 4)
+    # independent reference: per-example gradients, tr(Sigma) = n/(n-1) (mean |g_i|^2 - |mean g|^2)
+    grads = []
+    for i in range(6):
+        model.zero_grad()
+        torch.nn.functional.cross_entropy(model(w[i:i + 1, :-1])[0], w[i, 1:]).backward()
+        grads.append(torch.cat([p.grad.reshape(-1) for p in model.parameters()]).double())
+    G = torch.stack(grads)
+    mean = G.mean(0)
+    trace = float(6 / 5 * ((G ** 2).sum(1).mean() - (mean ** 2).sum()))
+    g2 = float((mean ** 2).sum()) - trace / 6
+    assert out["trace_cov"] == pytest.approx(trace, rel=1e-6) and out["grad_norm_sq"] == pytest.approx(g2, rel=1e-6)
+    assert g2 > 0 and out["noise_to_signal"] == pytest.approx(trace / g2 / 4, rel=1e-6)
+    noisy = gradient_noise_scale(model, torch.randint(0, 64, (3, 17), generator=g), 4)
+    if noisy["grad_norm_sq"] <= 0:  # the unbiased |G|^2 estimate fell below zero: no measurable signal
+        assert noisy["b_noise"] == float("inf")
+    with pytest.raises(ValueError, match="at least 2"):
+        gradient_noise_scale(model, w[:1], 4)
