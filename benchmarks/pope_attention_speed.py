@@ -18,8 +18,8 @@ import statistics
 import time
 
 import torch
-import torch.nn.functional as F
 
+from icml26.common.lm import sdpa
 from icml26.pope import PoPE, RoPE, attention
 
 
@@ -65,8 +65,7 @@ def main() -> dict:
 
     def bare(qq, kk):
         def fn():
-            vv = F.pad(v, (0, qq.shape[-1] - a.d))
-            F.scaled_dot_product_attention(qq, kk, vv, is_causal=True, scale=a.d ** -0.5)[..., :a.d].sum().backward()
+            sdpa(qq, kk, v, is_causal=True, scale=a.d ** -0.5).sum().backward()  # v zero-padded to q/k's width
         return fn
 
     arms = {"pope": step(pope), "rope": step(rope), "pope_unpadded_v": step(pope, pad=False),

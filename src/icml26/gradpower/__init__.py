@@ -9,6 +9,7 @@
 
 from icml26.gradpower.functional import foreach_sign_power_, sign_power, sign_power_
 from icml26.gradpower.lm import TinyLlama
+from icml26.gradpower.mechanism import gradient_noise_scale, optimizer_drift
 from icml26.gradpower.optim import (
     AdamWPower,
     CombinedOptimizer,
@@ -25,6 +26,6 @@ __all__ = [
     "sign_power", "sign_power_", "foreach_sign_power_",
     "AdamWPower", "GradPower", "CombinedOptimizer", "MuonPower", "build_muon_adamw", "split_muon_params",
     "wsd", "cosine_with_warmup", "wsd_lambda", "cosine_lambda",
-    "normalized_drift", "high_noise_drift",
+    "normalized_drift", "high_noise_drift", "optimizer_drift", "gradient_noise_scale",
     "TinyLlama", "pretrain", "PretrainResult",
 ]
