@@ -3,7 +3,9 @@
     python benchmarks/visioned_featurise.py [--n-molecules 20] [--sizes 32 64 224] [--points 1024 2048]
 
 Prints the median wall time per molecule (one thread) of `render_multishot` (charges and exact ESP) at several
-image sizes and of `ed_point_cloud` (threshold + FPS) at several point counts, with the stored bytes of each.
+image sizes and of `ed_point_cloud` (threshold + FPS) at several point counts, with the stored bytes of each,
+and the vectorised FPS (`farthest_point_sampling`: one gemv per step) against the direct per-point loop it
+replaced (same indices on voxel lattices).
 Densities come from the same cache as the reproduction (`icml26.common.cache_dir("visioned")`).
 """
 
@@ -14,9 +16,24 @@ import argparse
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from icml26.visioned import EDCalculator, ed_point_cloud, render_multishot
+from icml26.visioned import EDCalculator, ed_point_cloud, farthest_point_sampling, render_multishot
 from icml26.visioned.data import enumerate_small_molecules, stratified_sample
 from icml26.visioned.metrics import median_time, representation_bytes
+
+
+def fps_loop(points: np.ndarray, n: int, start: int = 0) -> np.ndarray:
+    """Direct FPS: per step, the differences of every point to the newest sample (the pre-vectorised version)."""
+    pts = np.asarray(points, np.float64)[:, :3]
+    idx = np.empty(n, np.int64)
+    idx[0] = start
+    d = np.full(len(pts), np.inf)
+    last = pts[start]
+    for i in range(1, n):
+        diff = pts - last
+        d = np.minimum(d, np.einsum("ij,ij->i", diff, diff))
+        idx[i] = int(np.argmax(d))
+        last = pts[idx[i]]
+    return idx
 
 
 def main() -> None:
@@ -39,6 +56,13 @@ def main() -> None:
             t, _ = median_time(lambda r: ed_point_cloud(r, n_points=n), recs)
             nb = representation_bytes(ed_point_cloud(recs[0], n_points=n))
             rows.append((f"point cloud threshold 1e-3 + FPS {n}", t, nb))
+        lattices = [np.argwhere(np.asarray(r.cube, np.float32) >= 1e-3) for r in recs]
+        for n in a.points:
+            same = all(np.array_equal(fps_loop(g, n), farthest_point_sampling(g, n, start=0)) for g in lattices[:3])
+            t_loop, _ = median_time(lambda g: fps_loop(g, n), lattices)
+            t_vec, _ = median_time(lambda g: farthest_point_sampling(g, n, start=0), lattices)
+            rows.append((f"FPS {n}: direct loop", t_loop, 0))
+            rows.append((f"FPS {n}: vectorised (gemv), identical={same}", t_vec, 0))
     width = max(len(r[0]) for r in rows)
     print(f"{'representation':{width}s}  ms/molecule  bytes/molecule")
     for name, t, b in rows:

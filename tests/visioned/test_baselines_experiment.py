@@ -127,3 +127,8 @@ def test_validate_config_rejects_bad_values():
                      ("report_arms", "yes"), ("isovalues", [0.05, -1]), ("ci", 1.0)):
         with pytest.raises((ValueError, TypeError), match=key if key != "patch" else "patch"):
             validate_config(CONFIGS["small"] | {key: bad})
+
+
+def test_docs(docs_example):
+    ns = docs_example("visioned")
+    assert ns["imgs"].shape == (8, 6, 4, 16, 16) and ns["clouds"].shape == (8, 128, 4)

@@ -4,8 +4,16 @@ import numpy as np
 import pytest
 
 from icml26.visioned import EDCalculator, EDRecord, canonical_frame, check_no_leakage, render_multishot
-from icml26.visioned.density import BOHR, COMP_KEYS, LABEL_KEYS, PHYS_KEYS, compute_record, density_on_points, \
-    read_cube, write_cube
+from icml26.visioned.density import (
+    BOHR,
+    COMP_KEYS,
+    LABEL_KEYS,
+    PHYS_KEYS,
+    compute_record,
+    density_on_points,
+    read_cube,
+    write_cube,
+)
 
 
 def test_density_integrates_to_electron_count_on_molecular_grid(water):

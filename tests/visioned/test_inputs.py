@@ -5,9 +5,19 @@ import numpy as np
 import pytest
 import torch
 
-from icml26.visioned import (EDCalculator, PointCloudRegressor, PointNetPPLite, VisionEDPretrainer, VisionEDRegressor,
-                             VisionEDViT, canonical_frame, ed_point_cloud, farthest_point_sampling, read_cube,
-                             render_multishot)
+from icml26.visioned import (
+    EDCalculator,
+    PointCloudRegressor,
+    PointNetPPLite,
+    VisionEDPretrainer,
+    VisionEDRegressor,
+    VisionEDViT,
+    canonical_frame,
+    ed_point_cloud,
+    farthest_point_sampling,
+    read_cube,
+    render_multishot,
+)
 from icml26.visioned.density import COMP_KEYS, PHYS_KEYS, compute_record
 
 CFG = dict(img_size=16, patch=8, in_chans=4, n_shots=6, dim=32, depth=1, heads=2)

@@ -9,8 +9,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from icml26.visioned import (EDRecord, VisionEDViT, canonical_frame, ed_point_cloud, farthest_point_sampling,
-                             random_split, render_multishot)
+from icml26.visioned import (
+    EDRecord,
+    VisionEDViT,
+    canonical_frame,
+    ed_point_cloud,
+    farthest_point_sampling,
+    random_split,
+    render_multishot,
+)
 from icml26.visioned.experiment import CONFIGS, paired_ratio_ci, validate_config
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

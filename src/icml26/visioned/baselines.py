@@ -143,7 +143,8 @@ class PointNetPPLite(nn.Module):
         nc = check_array(n_centroids, "n_centroids", shape=(2,), dtype=np.int64)
         if nc.min() < 1:
             raise ValueError(f"n_centroids must be 2 positive sizes, got {tuple(nc.tolist())}")
-        k, n_out, hidden = check_int(k, "k", min=1), check_int(n_out, "n_out", min=1), check_int(hidden, "hidden", min=1)
+        k, n_out = check_int(k, "k", min=1), check_int(n_out, "n_out", min=1)
+        hidden = check_int(hidden, "hidden", min=1)
         widths = tuple(check_array(widths, "widths", shape=(2,), dtype=np.int64).tolist())
         if min(widths) < 1:
             raise ValueError(f"widths must be 2 positive sizes, got {widths}")

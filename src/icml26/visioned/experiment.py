@@ -29,8 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from icml26.common.validation import (check_bool, check_choice, check_float, check_int, check_seed,
-                                      require_keys)
+from icml26.common.validation import check_bool, check_choice, check_float, check_int, check_seed, require_keys
 from icml26.results import Claim, Result
 
 SLUG = "visioned"
@@ -294,7 +293,8 @@ def v3_claim(t_img: Sequence[float], t_pc: Sequence[float], *, n_points: int = 1
         "shots), per molecule, one thread, both in the same worker",
         {"speedup": ratio, "ci_lo": r["lo"], "ci_hi": r["hi"]}, f">= {V3_THRESHOLD:g}x (gate); bytes, epoch time "
         "and memory reported", ratio >= V3_THRESHOLD, True,
-        f"{_decides_ge(r, V3_THRESHOLD, ci)}; bootstrap over molecules. Median render {1e3 * np.median(ti):.1f} ms vs point cloud {1e3 * np.median(tp):.1f} ms per "
+        f"{_decides_ge(r, V3_THRESHOLD, ci)}; bootstrap over molecules. Median render "
+        f"{1e3 * np.median(ti):.1f} ms vs point cloud {1e3 * np.median(tp):.1f} ms per "
         f"molecule (both vectorised numpy: shared-volume ray casting; gemv-based exact FPS). {extra} By "
         "construction (sanity): both start from the same cached cube in the same process. Can fail: the ratio.",
         paper="2.6x less memory and 4.6x less time for ED images than ED point clouds (abstract); the paper does not "

@@ -146,7 +146,8 @@ class VisionEDViT(nn.Module):
         super().__init__()
         img_size, patch = check_int(img_size, "img_size", min=1), check_int(patch, "patch", min=1)
         in_chans, n_shots = check_int(in_chans, "in_chans", min=1), check_int(n_shots, "n_shots", min=1)
-        dim, depth, heads = check_int(dim, "dim", min=4), check_int(depth, "depth", min=1), check_int(heads, "heads", min=1)
+        dim, depth = check_int(dim, "dim", min=4), check_int(depth, "depth", min=1)
+        heads = check_int(heads, "heads", min=1)
         mlp_ratio = check_float(mlp_ratio, "mlp_ratio", min=0.0, min_open=True)
         dropout = check_float(dropout, "dropout", min=0.0, max=1.0, max_open=True)
         if img_size % patch:
