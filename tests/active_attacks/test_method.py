@@ -131,7 +131,7 @@ def test_active_attacks_rounds_update_victim_and_refuse_reuse(toy):
         changed = any(not torch.equal(before[k], v) for k, v in tr.victim.model.state_dict().items())
         assert changed
         assert torch.equal(rounds[0].victim_state["lm_head.weight"], before["lm_head.weight"])
-    with pytest.raises(RuntimeError, match="already trained"):
+    with pytest.raises(ValueError, match="already trained"):
         aa.train(2)
 
 

@@ -152,7 +152,8 @@ class ActiveAttacks:
         self._check()
         total_steps = check_int(total_steps, "total_steps", min=1)
         if self._trained:
-            raise RuntimeError("this ActiveAttacks has already trained; build a new one (and a new trainer) to rerun")
+            raise ValueError("this ActiveAttacks has already trained (total_steps ran once); build a new one with a "
+                             "new trainer to rerun")
         self._trained = True
         tr = self.trainer
         gen = torch.Generator().manual_seed(self.seed)

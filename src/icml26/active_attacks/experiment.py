@@ -30,7 +30,7 @@ from icml26.common.validation import check_bool, check_choice, check_float, chec
 from icml26.active_attacks.active_attacks import ActiveAttacks, mle_smoothing
 from icml26.active_attacks.baselines import ReinforceRedTeamer
 from icml26.active_attacks.classifiers import BagOfWordsToxicityClassifier, KeywordHarmOracle
-from icml26.active_attacks.data import CATEGORIES, REFUSAL_TEXT, ToxWorld
+from icml26.active_attacks.data import CATEGORIES, REFUSAL_TEXT, TRIGGERS, ToxWorld
 from icml26.active_attacks.metrics import attack_success_rate, category_counts, category_entropy, diversity
 from icml26.active_attacks.models import AttackerPolicy, VictimModel, refusal_rate
 from icml26.active_attacks.redteam import GFlowNetRedTeamer, ReplayBuffer
@@ -294,6 +294,8 @@ def run_arm(arm: str, seed: int, cfg: dict, world_state: dict) -> dict[str, Any]
         first_cat.setdefault(a.prompt, a.category)
     D = list(first_cat)
     cats = [first_cat[p] for p in D]
+    words = [set(p.split()) for p in D]
+    trigger_presence = {c: float(np.mean([t in ws for ws in words])) if D else 0.0 for c, t in zip(CATEGORIES, TRIGGERS)}
     # final attacker vs the ORIGINAL victim (review note 1a)
     orig = _victim(cfg, world, world_state["victim_state"])
     g = torch.Generator().manual_seed(seed + 11)
@@ -305,6 +307,7 @@ def run_arm(arm: str, seed: int, cfg: dict, world_state: dict) -> dict[str, Any]
         _, mle_texts = mle.sample(cfg["mle_samples"], generator=g)
     return {
         "arm": arm, "seed": seed, "dataset": D, "categories": cats, "rounds": rounds, "final_asr": final_asr,
+        "trigger_presence": trigger_presence,
         "final_samples": final_texts[: cfg["real_judge_prompts"]], "mle_samples": mle_texts,
         "timing": {**trainer.timing, "safety_finetune_s": wrapper.finetune_seconds, "train_s": train_s,
                    "job_s": time.perf_counter() - t0},
@@ -551,6 +554,7 @@ def run(config: dict) -> Result:
                    "diversity": [diversity(runs[(a, s)]["dataset"]) if len(runs[(a, s)]["dataset"]) > 1 else 0.0
                                  for s in seeds],
                    "final_asr_vs_original": [runs[(a, s)]["final_asr"] for s in seeds],
+                   "trigger_presence": [runs[(a, s)]["trigger_presence"] for s in seeds],
                    "timing": [runs[(a, s)]["timing"] for s in seeds], "counts": [runs[(a, s)]["counts"] for s in seeds]}
                for a in arms}
     metrics["per_arm"] = per_arm
