@@ -219,7 +219,9 @@ def test_first_step_delta_matches_direct():
 
 def test_expected_steps_per_round_formulas():
     for a in (0.3, 0.8, 0.97):
-        assert theory.expected_steps_per_round(a, 16) == pytest.approx((1 - a ** 16) / (1 - a), rel=1e-12)
+        closed = theory.expected_steps_per_round(a, 16)
+        assert closed == pytest.approx((1 - a ** 16) / (1 - a), rel=1e-12)
+        assert theory.expected_steps_per_round([a] * 16) == pytest.approx(closed, rel=1e-12)  # per-position sum
     assert theory.expected_steps_per_round(1.0, 16) == 16.0
     assert theory.expected_steps_per_round([0.5, 0.5, 1.0]) == pytest.approx(1 + 0.5 + 0.25)
     assert theory.acceptance_probability(0.0) == 1.0
@@ -270,7 +272,7 @@ def test_forces_are_minus_gradient_and_batch_consistent(pot, dim):
 
 
 def test_torch_potential_matches_numpy_and_runs_lsd():
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
     x = np.stack([_lj13(s) for s in range(4)])
     tp = TorchPotential(EmbeddedLJEnergy(A=0.2, wall_radius=1.0))
     npp = EmbeddedLJ(A=0.2, wall_radius=1.0)
@@ -282,7 +284,12 @@ def test_torch_potential_matches_numpy_and_runs_lsd():
     tr = LangevinSpeculativeDynamics(tp, LennardJones(wall_radius=1.0), integ, lookahead=8, seed=0).run(
         x[0], n_steps=50)
     assert tr.stats.steps == 50 and tr.positions.shape == (51, 13, 3)
-    assert torch.get_num_threads() >= 1
+    # the autograd target drives the same chain as the numpy one (forces agree to 1e-9; same seed, same noise)
+    ref = LangevinSpeculativeDynamics(npp, LennardJones(wall_radius=1.0), integ, lookahead=8, seed=0).run(
+        x[0], n_steps=50)
+    assert 0 < tr.stats.acceptance_rate < 1
+    np.testing.assert_array_equal(tr.stats.accepted, ref.stats.accepted)
+    np.testing.assert_allclose(tr.positions, ref.positions, rtol=0, atol=1e-8)
 
 
 def test_ase_adapter_and_speculative_langevin():
@@ -405,6 +412,6 @@ def test_slow_acceptance_calibration_l3():
     from icml26.lsd.experiment import CONFIGS, job_cluster
 
     r = job_cluster(CONFIGS["small"], "lj13", 0.2, 16, 10000, seed=1)
-    assert r["verified"] >= 1e4
+    assert 0.3 < r["acceptance"] < 0.95  # both outcomes occur often: the calibration below is not vacuous
     assert abs(r["acceptance"] - r["predicted_acceptance"]) <= 0.02
     assert abs(r["predicted_steps_per_round"] - r["steps_per_round"]) <= 0.1 * r["steps_per_round"]

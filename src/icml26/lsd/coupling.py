@@ -18,6 +18,8 @@ import math
 
 import numpy as np
 
+from icml26.common.validation import check_array, check_float
+
 __all__ = ["reflection_maximal_coupling", "CouplingResult"]
 
 
@@ -53,23 +55,36 @@ def reflection_maximal_coupling(
         (output, accepted, delta): `output` is `x_draft` itself (the same object, bit for bit) when accepted,
         else the reflected target sample; `delta` = ||(mu_target - mu_draft) / sigma||.
     """
-    x_draft = np.asarray(x_draft)
-    mu_draft = np.asarray(mu_draft)
-    mu_target = np.asarray(mu_target)
+    x_draft = check_array(x_draft, "x_draft")
+    mu_draft = check_array(mu_draft, "mu_draft")
+    mu_target = check_array(mu_target, "mu_target")
     if mu_draft.shape != x_draft.shape or mu_target.shape != x_draft.shape:
         raise ValueError(f"x_draft, mu_draft and mu_target must have the same shape, got {x_draft.shape}, "
                          f"{mu_draft.shape}, {mu_target.shape}")
+    sig = check_array(sigma, "sigma")
+    if np.any(sig <= 0):
+        raise ValueError("sigma must be > 0")
+    try:
+        np.broadcast_to(sig, x_draft.shape)
+    except ValueError:
+        raise ValueError(f"sigma (shape {sig.shape}) must broadcast to x_draft's shape {x_draft.shape}") from None
     if isinstance(u, np.random.Generator):
         u = u.random()
-    u = float(u)
-    if not 0.0 <= u <= 1.0:
-        raise ValueError(f"u must lie in [0, 1], got {u}")
+    u = check_float(u, "u", min=0.0, max=1.0)
+    return couple(x_draft, mu_draft, mu_target, sig, u)
+
+
+def couple(x_draft: np.ndarray, mu_draft: np.ndarray, mu_target: np.ndarray, sigma: np.ndarray | float,
+           u: float) -> CouplingResult:
+    """`reflection_maximal_coupling` without input checks (the drivers' hot path; arguments already valid)."""
     z = (x_draft - mu_draft) / sigma          # whitened draft noise
     gap = (mu_draft - mu_target) / sigma      # whitened mean gap
     delta2 = float(np.vdot(gap, gap))
     delta = math.sqrt(delta2)
     if delta2 == 0.0:
         return CouplingResult(x_draft, True, 0.0)
+    if not math.isfinite(delta2):  # means too far apart for floats: P(accept) = 0; mu_t + sigma z has the target law
+        return CouplingResult(mu_target + sigma * z, False, math.inf)
     # log q(x_d) - log p(x_d) = -|z + gap|^2 / 2 + |z|^2 / 2 = -(z . gap) - |gap|^2 / 2
     log_ratio = -float(np.vdot(z, gap)) - 0.5 * delta2
     if log_ratio >= 0.0 or (u > 0.0 and math.log(u) <= log_ratio):

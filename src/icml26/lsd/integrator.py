@@ -27,17 +27,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from icml26.common.validation import check_array, check_float
+
 __all__ = ["BAOAB"]
 
 
 def _positive(name: str, value: float, why: str = "") -> float:
     try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a positive number, got {value!r}") from None
-    if not math.isfinite(v) or v <= 0:
-        raise ValueError(f"{name} must be a positive finite number{why}, got {value!r}")
-    return v
+        return check_float(value, name, min=0.0, min_open=True)
+    except ValueError:
+        raise ValueError(f"{name} must be a positive finite number{why}, got {value!r}") from None
 
 
 @dataclass
@@ -67,7 +66,7 @@ class BAOAB:
             " (gamma = 0 is deterministic NVE dynamics: without noise there is no Gaussian step to couple, so "
             "speculative Langevin cannot accelerate it)")
         self.kT = _positive("kT", self.kT)
-        m = np.asarray(self.masses, dtype=np.float64)
+        m = check_array(self.masses, "masses")
         if m.ndim > 1:
             raise ValueError(f"masses must be a scalar or an array of shape (N,), got shape {m.shape}")
         if not np.all(np.isfinite(m)) or np.any(m <= 0):
@@ -90,7 +89,9 @@ class BAOAB:
         return m.reshape(n_atoms, 1).copy()
 
     def prepare(self, n_atoms: int) -> None:
-        """Precompute the per-atom constants for a system of `n_atoms` atoms (called by the drivers)."""
+        """Precompute the per-atom constants for a system of `n_atoms` atoms (called by the drivers at the start of
+        every run; the parameters are validated again, since dataclass fields can be changed after __init__)."""
+        self.__post_init__()
         m = self.masses_for(n_atoms)
         h, c = self.timestep, self.c
         self._n = n_atoms

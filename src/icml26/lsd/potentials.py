@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from icml26.common.validation import check_array, check_float
+
 __all__ = [
     "Potential", "Harmonic", "DoubleWell", "MullerBrown", "LennardJones", "EmbeddedLJ",
     "TorchPotential", "EmbeddedLJEnergy", "ASEPotential", "as_batch",
@@ -35,12 +37,10 @@ __all__ = [
 
 def as_batch(x: Any) -> tuple[np.ndarray, bool]:
     """Return (x as float64 array of shape (B, N, D), whether the input was a single (N, D) configuration)."""
-    arr = np.asarray(x, dtype=np.float64)
+    arr = check_array(x, "positions", ndim=(2, 3))
     if arr.ndim == 2:
         return arr[None], True
-    if arr.ndim == 3:
-        return arr, False
-    raise ValueError(f"positions must have shape (N, D) or (B, N, D), got shape {arr.shape}")
+    return arr, False
 
 
 class Potential:
@@ -83,10 +83,8 @@ class Harmonic(Potential):
     """Isotropic harmonic well E = k/2 |x - center|^2 (k > 0; `center` broadcastable to (N, D))."""
 
     def __init__(self, k: float = 1.0, center: float | np.ndarray = 0.0):
-        if not np.isfinite(k) or k <= 0:
-            raise ValueError(f"k must be positive, got {k}")
-        self.k = float(k)
-        self.center = np.asarray(center, dtype=np.float64)
+        self.k = check_float(k, "k", min=0.0, min_open=True)
+        self.center = check_array(center, "center")
 
     def _compute(self, xb):
         d = xb - self.center
@@ -102,8 +100,7 @@ class DoubleWell(Potential):
 
     def __init__(self, barrier: float = 1.0, a: float = 1.0, k_perp: float = 1.0):
         for name, v in (("barrier", barrier), ("a", a), ("k_perp", k_perp)):
-            if not np.isfinite(v) or v <= 0:
-                raise ValueError(f"{name} must be positive, got {v}")
+            check_float(v, name, min=0.0, min_open=True)
         self.barrier, self.a, self.k_perp = float(barrier), float(a), float(k_perp)
 
     def _compute(self, xb):
@@ -127,9 +124,7 @@ class MullerBrown(Potential):
     y0 = np.array([0.0, 0.5, 1.5, 1.0])
 
     def __init__(self, scale: float = 1.0):
-        if not np.isfinite(scale) or scale <= 0:
-            raise ValueError(f"scale must be positive, got {scale}")
-        self.scale = float(scale)
+        self.scale = check_float(scale, "scale", min=0.0, min_open=True)
 
     def _compute(self, xb):
         if xb.shape[-1] != 2:
@@ -157,13 +152,12 @@ class LennardJones(Potential):
     def __init__(self, epsilon: float = 1.0, sigma: float = 1.0, cutoff: float | None = None,
                  box: float | np.ndarray | None = None, wall_radius: float | None = None, wall_k: float = 10.0):
         for name, v in (("epsilon", epsilon), ("sigma", sigma), ("wall_k", wall_k)):
-            if not np.isfinite(v) or v <= 0:
-                raise ValueError(f"{name} must be positive, got {v}")
-        if cutoff is not None and cutoff <= 0:
-            raise ValueError(f"cutoff must be positive or None, got {cutoff}")
-        if wall_radius is not None and wall_radius <= 0:
-            raise ValueError(f"wall_radius must be positive or None, got {wall_radius}")
-        if box is not None and np.any(np.asarray(box) <= 0):
+            check_float(v, name, min=0.0, min_open=True)
+        if cutoff is not None:
+            check_float(cutoff, "cutoff", min=0.0, min_open=True)
+        if wall_radius is not None:
+            check_float(wall_radius, "wall_radius", min=0.0, min_open=True)
+        if box is not None and np.any(check_array(box, "box") <= 0):
             raise ValueError(f"box must be positive or None, got {box}")
         self.epsilon, self.sigma = float(epsilon), float(sigma)
         self.cutoff = None if cutoff is None else float(cutoff)
@@ -230,11 +224,9 @@ class EmbeddedLJ(LennardJones):
 
     def __init__(self, A: float = 0.2, alpha: float = 3.0, r0: float = 1.12, **lj_kwargs: Any):
         super().__init__(**lj_kwargs)
-        if not np.isfinite(A) or A < 0:
-            raise ValueError(f"A must be >= 0, got {A}")
-        if not np.isfinite(alpha) or alpha <= 0:
-            raise ValueError(f"alpha must be positive, got {alpha}")
-        self.A, self.alpha, self.r0 = float(A), float(alpha), float(r0)
+        self.A = check_float(A, "A", min=0.0)
+        self.alpha = check_float(alpha, "alpha", min=0.0, min_open=True)
+        self.r0 = check_float(r0, "r0")
 
     def _compute(self, xb):
         diff, r2, mask = self._pairs(xb)

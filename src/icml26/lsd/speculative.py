@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+import warnings
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -43,10 +44,21 @@ from typing import Any
 
 import numpy as np
 
-from icml26.lsd.coupling import reflection_maximal_coupling
+from icml26.common.validation import check_array, check_bool, check_float, check_int
+from icml26.lsd.coupling import couple as reflection_maximal_coupling  # inputs validated by the drivers
 from icml26.lsd.integrator import BAOAB
 
-__all__ = ["LangevinSpeculativeDynamics", "AsyncLSD", "Trajectory", "LSDStats", "NoiseStream"]
+__all__ = ["LangevinSpeculativeDynamics", "AsyncLSD", "Trajectory", "LSDStats", "NoiseStream",
+           "LowAcceptanceWarning", "WARN_BELOW_ACCEPTANCE"]
+
+# Below this acceptance rate a draft is too far from the target to pay: steps per round E[L] <= 1/(1 - alpha)
+# = 1.43 whatever the lookahead, while each produced step costs up to (K + 1)/E[L] target evaluations.
+WARN_BELOW_ACCEPTANCE = 0.3
+_MIN_VERIFIED_FOR_WARNING = 50  # fewer verified steps estimate the acceptance too poorly to warn about it
+
+
+class LowAcceptanceWarning(UserWarning):
+    """The draft's acceptance rate was below the driver's `warn_below_acceptance` threshold."""
 
 VERIFIERS = ("serial", "batch", "threads")
 
@@ -148,8 +160,8 @@ class NoiseStream:
 
 def make_streams(seed: int | None) -> tuple[np.random.Generator, np.random.Generator, np.random.Generator]:
     """(Gaussian integrator-noise stream, uniform accept-test stream, initial-velocity stream) for a seed."""
-    if seed is not None and (not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0):
-        raise ValueError(f"seed must be a non-negative int or None, got {seed!r}")
+    if seed is not None:
+        seed = check_int(seed, "seed", min=0)
     ss = np.random.SeedSequence(seed)
     a, b, c = ss.spawn(3)
     return np.random.default_rng(a), np.random.default_rng(b), np.random.default_rng(c)
@@ -174,28 +186,18 @@ def check_forces(f: Any, shape: tuple[int, ...], who: str, step: int) -> np.ndar
 
 def prepare_initial(integrator: Any, x0: Any, v0: Any, vrng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Validate x0 (N, D) and v0 (None -> Maxwell-Boltzmann draw) and prepare the integrator for N atoms."""
-    x0 = np.array(x0, dtype=np.float64)
-    if x0.ndim != 2:
-        raise ValueError(f"x0 must have shape (N, D), got shape {x0.shape}")
-    if not np.all(np.isfinite(x0)):
-        raise ValueError("x0 contains NaN or infinite positions")
+    x0 = check_array(x0, "x0 (positions, shape (N, D))", ndim=2, copy=True)
+    if not callable(getattr(integrator, "prepare", None)):
+        raise TypeError(f"integrator must be a BAOAB-like integrator, got {type(integrator).__name__}")
     integrator.prepare(x0.shape[0])
     if v0 is None:
         v0 = integrator.maxwell_boltzmann(x0.shape[0], x0.shape[1], vrng)
-    v0 = np.array(v0, dtype=np.float64)
-    if v0.shape != x0.shape:
-        raise ValueError(f"v0 must have the shape of x0 {x0.shape}, got {v0.shape}")
-    if not np.all(np.isfinite(v0)):
-        raise ValueError("v0 contains NaN or infinite velocities")
+    v0 = check_array(v0, "v0 (velocities)", shape=x0.shape, copy=True)
     return x0, v0
 
 
 def check_run_args(n_steps: Any, record_every: Any) -> tuple[int, int]:
-    if not isinstance(n_steps, (int, np.integer)) or isinstance(n_steps, bool) or n_steps < 0:
-        raise ValueError(f"n_steps must be a non-negative int, got {n_steps!r}")
-    if not isinstance(record_every, (int, np.integer)) or isinstance(record_every, bool) or record_every < 1:
-        raise ValueError(f"record_every must be an int >= 1, got {record_every!r}")
-    return int(n_steps), int(record_every)
+    return check_int(n_steps, "n_steps", min=0), check_int(record_every, "record_every", min=1)
 
 
 class _Recorder:
@@ -244,27 +246,41 @@ class LangevinSpeculativeDynamics:
         n_workers: threads for verifier="threads" (default K + 1).
         seed: base seed of the RNG streams (see the module docstring for the contract).
         progress: show a tqdm bar.
+        warn_below_acceptance: after a run with at least 50 verified steps whose acceptance rate is below this
+            value, a `LowAcceptanceWarning` reports the measured acceptance and steps per round (default
+            `WARN_BELOW_ACCEPTANCE` = 0.3: then E[L] <= 1/(1 - 0.3) = 1.43, the draft cannot pay for itself;
+            None disables the warning).
 
-    `run(x0, v0=None, n_steps, record_every=1)` returns a `Trajectory`.
+    `run(x0, v0=None, n_steps, record_every=1)` returns a `Trajectory`. A run leaves no state behind: the same
+    object can run again (same seed, same trajectory).
     """
 
     def __init__(self, target: Any, draft: Any, integrator: BAOAB, lookahead: int = 16,
                  verifier: str = "batch", n_workers: int | None = None, seed: int | None = 0,
-                 progress: bool = False):
+                 progress: bool = False, warn_below_acceptance: float | None = WARN_BELOW_ACCEPTANCE):
         _check_potential(target, "target")
         _check_potential(draft, "draft")
         if not callable(getattr(integrator, "mean", None)) or not callable(getattr(integrator, "next_w", None)):
             raise TypeError(f"integrator must be a BAOAB-like integrator, got {type(integrator).__name__}")
-        if not isinstance(lookahead, (int, np.integer)) or isinstance(lookahead, bool) or lookahead < 1:
-            raise ValueError(f"lookahead must be an int >= 1, got {lookahead!r}")
-        if verifier not in VERIFIERS:
-            raise ValueError(f"verifier must be one of {VERIFIERS}, got {verifier!r}")
-        if n_workers is not None and (not isinstance(n_workers, (int, np.integer)) or n_workers < 1):
-            raise ValueError(f"n_workers must be an int >= 1 or None, got {n_workers!r}")
-        make_streams(seed)  # validates the seed
         self.target, self.draft, self.integrator = target, draft, integrator
-        self.lookahead, self.verifier, self.n_workers = int(lookahead), verifier, n_workers
-        self.seed, self.progress = seed, progress
+        self.lookahead, self.verifier, self.n_workers = lookahead, verifier, n_workers
+        self.seed, self.progress, self.warn_below_acceptance = seed, progress, warn_below_acceptance
+        self._check_params()
+
+    def _check_params(self) -> None:
+        """Validate the settings (in __init__ and again in every `run`: attributes may be changed in between)."""
+        _check_potential(self.target, "target")
+        _check_potential(self.draft, "draft")
+        self.lookahead = check_int(self.lookahead, "lookahead", min=1)
+        if self.verifier not in VERIFIERS:
+            raise ValueError(f"verifier must be one of {VERIFIERS}, got {self.verifier!r}")
+        if self.n_workers is not None:
+            self.n_workers = check_int(self.n_workers, "n_workers", min=1)
+        make_streams(self.seed)  # validates the seed
+        if self.warn_below_acceptance is not None:
+            self.warn_below_acceptance = check_float(self.warn_below_acceptance, "warn_below_acceptance",
+                                                     min=0.0, max=1.0)
+        self.progress = check_bool(self.progress, "progress")
 
     # -------------------------------------------------------------------------------- force calls
     def _draft_forces(self, x: np.ndarray, step: int) -> np.ndarray:
@@ -287,6 +303,7 @@ class LangevinSpeculativeDynamics:
     # -------------------------------------------------------------------------------- run
     def run(self, x0: Any, v0: Any = None, n_steps: int = 1000, record_every: int = 1) -> Trajectory:
         """Simulate `n_steps` Langevin steps of the target from (x0, v0); v0=None draws Maxwell-Boltzmann."""
+        self._check_params()
         n_steps, record_every = check_run_args(n_steps, record_every)
         nrng, urng, vrng = make_streams(self.seed)
         integ = self.integrator
@@ -300,7 +317,19 @@ class LangevinSpeculativeDynamics:
             if self._pool is not None:
                 self._pool.shutdown(wait=True, cancel_futures=True)
         stats.wall_time = time.perf_counter() - t0
+        self._warn_if_poor(stats)
         return traj
+
+    def _warn_if_poor(self, stats: LSDStats) -> None:
+        thr = self.warn_below_acceptance
+        if thr is None or len(stats.accepted) < _MIN_VERIFIED_FOR_WARNING or stats.acceptance_rate >= thr:
+            return
+        warnings.warn(
+            f"LSD acceptance {stats.acceptance_rate:.3f} over {len(stats.accepted)} verified steps is below "
+            f"{thr:g}: {stats.steps_per_round:.2f} steps per sequential target round (serial MD = 1) and "
+            f"{stats.target_evals_per_step:.2f} target evaluations per step. The draft is too far from the target "
+            "for this timestep/temperature/friction (theory.first_step_delta predicts the acceptance): use a closer "
+            "draft, a smaller timestep, or serial MD.", LowAcceptanceWarning, stacklevel=3)
 
     def _simulate(self, x, v0, n_steps, record_every, noise, urng) -> Trajectory:
         integ, stats, K = self.integrator, self._stats, self.lookahead
@@ -380,9 +409,11 @@ class AsyncLSD(LangevinSpeculativeDynamics):
     """
 
     def __init__(self, target: Any, draft: Any, integrator: BAOAB, lookahead: int = 16,
-                 n_workers: int = 2, seed: int | None = 0, progress: bool = False):
+                 n_workers: int = 2, seed: int | None = 0, progress: bool = False,
+                 warn_below_acceptance: float | None = WARN_BELOW_ACCEPTANCE):
         super().__init__(target, draft, integrator, lookahead=lookahead, verifier="threads",
-                         n_workers=n_workers, seed=seed, progress=progress)
+                         n_workers=n_workers, seed=seed, progress=progress,
+                         warn_below_acceptance=warn_below_acceptance)
         self._lock = threading.Lock()
 
     def _submit(self, x: np.ndarray, step: int):
