@@ -15,7 +15,9 @@ V_i^{-1} is kept by Sherman-Morrison updates and log det(V_i / lam) by the matri
 (log det grows by log(1 + x^T V^{-1} x)); no per-round inverse or determinant.
 
 Policy interface (`MatchingPolicy`): ``select(X (K, d), arm_rank (K, N)) -> match (N,)`` then
-``update(X, match, rewards (N,))`` (NaN reward = unmatched); ``reset(seed)`` clears the state. N and d are
+``update(X, match, rewards (N,))`` (NaN reward = unmatched; a matched player's reward must be finite, a
+matching may not use an arm twice, arms lie in [-1, K); NaN/inf contexts are refused); ``reset(seed)`` clears
+the state. N and d are
 taken from the first call. Rounds are counted by the policy itself (t = 1, 2, ... in beta_t).
 """
 
@@ -25,7 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from icml26.matching_bandits.market import _check_arm_rank, _gs_core, player_order
+from icml26.common.validation import check_array, check_seed
+from icml26.matching_bandits.market import _check_arm_rank, _gs_core, check_match, player_order
 
 __all__ = [
     "MatchingPolicy",
@@ -116,6 +119,7 @@ class MatchingPolicy:
         """Forget everything learned; reseed the policy's own randomness."""
         if seed is not None:
             self.seed = seed
+        self.seed = check_seed(self.seed)
         self.rng = np.random.default_rng(self.seed)
         self.n_players_: int | None = None
         self.dim_: int | None = None
@@ -130,16 +134,22 @@ class MatchingPolicy:
     def _init(self, n_players: int, dim: int) -> None:
         pass
 
+    def _check_params(self) -> None:
+        """Validate the hyperparameters (called by reset and at the first select of a market)."""
+
     def _validate(self, X: np.ndarray, arm_rank: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        X = np.asarray(X, dtype=float)
-        if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] < 1:
+        X = check_array(X, "X (contexts, shape (n_arms, dim))", ndim=2)
+        if X.shape[0] < 1 or X.shape[1] < 1:
             raise ValueError(f"X must have shape (n_arms, dim), got {X.shape}")
         arm_rank = np.asarray(arm_rank)
         if arm_rank.ndim != 2 or arm_rank.shape[0] != X.shape[0]:
             raise ValueError(f"arm_rank must have shape (n_arms, n_players) with n_arms = {X.shape[0]}, "
                              f"got {arm_rank.shape}")
         N = arm_rank.shape[1]
+        if N < 1:
+            raise ValueError(f"arm_rank must have at least one player column, got shape {arm_rank.shape}")
         if self.n_players_ is None:
+            self._check_params()
             self.n_players_, self.dim_ = N, X.shape[1]
             self._init(N, X.shape[1])
         elif (N, X.shape[1]) != (self.n_players_, self.dim_):
@@ -162,12 +172,17 @@ class MatchingPolicy:
         """Feed back the rewards (N,) of playing ``match`` (N,) on contexts X (K, d) (NaN/-1 = unmatched)."""
         if self.n_players_ is None:
             raise RuntimeError("update() called before select()")
-        match = np.asarray(match)
-        rewards = np.asarray(rewards, dtype=float)
-        if match.shape != (self.n_players_,) or rewards.shape != (self.n_players_,):
-            raise ValueError(f"match and rewards must have shape ({self.n_players_},), "
-                             f"got {match.shape} and {rewards.shape}")
-        self._update(np.asarray(X, dtype=float), match, rewards)
+        X = check_array(X, "X (contexts, shape (n_arms, dim))", ndim=2)
+        if X.shape[1] != self.dim_ or X.shape[0] < 1:
+            raise ValueError(f"X must have shape (n_arms, {self.dim_}), got {X.shape}")
+        # a matching: one arm per player at most, each arm at most once, arms in [-1, n_arms)
+        match = check_match(match, self.n_players_, X.shape[0])
+        rewards = check_array(rewards, "rewards", shape=(self.n_players_,), finite=False)
+        if np.any(~np.isfinite(rewards[match >= 0])):
+            bad = np.nonzero((match >= 0) & ~np.isfinite(rewards))[0].tolist()
+            raise ValueError(f"rewards must be finite for every matched player (NaN only for unmatched ones); "
+                             f"players {bad} are matched but have reward {rewards[bad].tolist()}")
+        self._update(X, match, rewards)
 
     def _update(self, X: np.ndarray, match: np.ndarray, rewards: np.ndarray) -> None:
         pass
@@ -189,6 +204,12 @@ class _RidgePolicy(MatchingPolicy):
 
     def _reset_state(self) -> None:
         self.ridge: RidgeStats | None = None
+
+    def _check_params(self) -> None:
+        self.lam = _check_pos(self.lam, "lam")
+        self.noise = _check_pos(self.noise, "noise", strict=False)
+        self.S = _check_pos(self.S, "S", strict=False)
+        self.beta_scale = _check_pos(self.beta_scale, "beta_scale", strict=False)
 
     def _init(self, n_players: int, dim: int) -> None:
         self.ridge = RidgeStats(n_players, dim, self.lam)
@@ -316,6 +337,11 @@ class AdaptiveCertifiedGS(_RidgePolicy):
             raise ValueError(f"refine must be 'force' or 'optimistic', got {refine!r}")
         self.refine = refine
         super().__init__(lam=lam, noise=noise, S=S, beta_scale=beta_scale, seed=seed)
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        if self.refine not in ("force", "optimistic"):
+            raise ValueError(f"refine must be 'force' or 'optimistic', got {self.refine!r}")
 
     def _reset_state(self) -> None:
         super()._reset_state()

@@ -58,6 +58,11 @@ class ExploreThenCommitGS(_RidgePolicy):
         self.T0 = int(T0)
         super().__init__(lam=lam, noise=0.0, S=1.0, beta_scale=0.0, seed=seed)
 
+    def _check_params(self) -> None:
+        super()._check_params()
+        if isinstance(self.T0, bool) or not isinstance(self.T0, (int, np.integer)) or self.T0 < 0:
+            raise ValueError(f"T0 must be an int >= 0, got {self.T0!r}")
+
     def _select(self, X, arm_rank):
         if self.t_ <= self.T0:
             self.last_refined_ = True

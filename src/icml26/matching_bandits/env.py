@@ -389,6 +389,8 @@ class ContextualMarket:
         X = np.asarray(self.sampler.sample(self.t, n, self._ctx_rng, self), dtype=float)
         if X.shape != (n, self.n_arms, self.dim):
             raise ValueError(f"context sampler returned shape {X.shape}, expected ({n}, {self.n_arms}, {self.dim})")
+        if not np.all(np.isfinite(X)):
+            raise ValueError("context sampler returned non-finite (NaN/inf) contexts")
         if np.any(np.linalg.norm(X, axis=-1) > 1 + 1e-9):
             raise ValueError("context sampler returned contexts with norm > 1")
         self._start = self.t

@@ -26,6 +26,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from icml26.common.validation import check_array
+
 __all__ = [
     "gale_shapley",
     "gale_shapley_batch",
@@ -46,25 +48,17 @@ _PROPOSERS = ("players", "arms")
 
 # ---------------------------------------------------------------------------------------------- validation
 def _check_utilities(U: np.ndarray, name: str = "U") -> np.ndarray:
-    U = np.asarray(U, dtype=float)
-    if U.ndim != 2:
-        raise ValueError(f"{name} must be a 2-D array (n_players, n_arms), got shape {U.shape}")
+    U = check_array(U, f"{name} (utilities, shape (n_players, n_arms))", ndim=2, min_size=0)
     if U.shape[0] < 1 or U.shape[1] < 1:
         raise ValueError(f"{name} must have at least one player and one arm, got shape {U.shape}")
-    if not np.all(np.isfinite(U)):
-        raise ValueError(f"{name} must be finite")
     return U
 
 
 def _check_arm_rank(arm_rank: np.ndarray, n_players: int, n_arms: int, name: str = "arm_rank") -> np.ndarray:
-    arm_rank = np.asarray(arm_rank)
+    arm_rank = check_array(arm_rank, name, dtype=np.int64, min_size=0)  # integer positions, never truncated
     if arm_rank.shape != (n_arms, n_players):
         raise ValueError(f"{name} must have shape (n_arms, n_players) = ({n_arms}, {n_players}), "
                          f"got {arm_rank.shape}")
-    if not np.issubdtype(arm_rank.dtype, np.integer):
-        if not np.all(np.equal(np.mod(arm_rank, 1), 0)):
-            raise ValueError(f"{name} must hold integer rank positions")
-        arm_rank = arm_rank.astype(np.int64)
     if not np.array_equal(np.sort(arm_rank, axis=1), np.broadcast_to(np.arange(n_players), arm_rank.shape)):
         raise ValueError(f"{name}: every row must be a permutation of 0..{n_players - 1} "
                          "(arm_rank[j, i] = position of player i in arm j's order, 0 = best)")
@@ -73,11 +67,13 @@ def _check_arm_rank(arm_rank: np.ndarray, n_players: int, n_arms: int, name: str
 
 def check_match(match: np.ndarray, n_players: int, n_arms: int, name: str = "match") -> np.ndarray:
     """Validate a matching: shape (n_players,), ints in [-1, n_arms), no arm used twice. Returns int64 copy."""
+    if isinstance(match, (str, bytes)) or match is None:
+        raise TypeError(f"{name} must be an integer array (-1 = unmatched), got {type(match).__name__}")
     m = np.asarray(match)
+    if m.dtype.kind not in "iu" and m.size:
+        raise TypeError(f"{name} must be an integer array (-1 = unmatched), got dtype {m.dtype}")
     if m.shape != (n_players,):
         raise ValueError(f"{name} must have shape ({n_players},), got {m.shape}")
-    if m.size and not np.issubdtype(m.dtype, np.integer):
-        raise ValueError(f"{name} must be an integer array (-1 = unmatched), got dtype {m.dtype}")
     m = m.astype(np.int64)
     if np.any((m < -1) | (m >= n_arms)):
         raise ValueError(f"{name} entries must be in [-1, {n_arms - 1}], got {m.tolist()}")
@@ -105,7 +101,8 @@ def arm_rank_from_scores(scores: np.ndarray) -> np.ndarray:
     scores: (..., K, N) with ``scores[j, i]`` = arm j's score of player i. Returns (..., K, N) int64 with
     ``arm_rank[j, i]`` = position of player i in arm j's order (0 = best).
     """
-    order = np.argsort(-np.asarray(scores, dtype=float), axis=-1, kind="stable")
+    sc = check_array(scores, "scores", ndim=tuple(range(2, 33)))
+    order = np.argsort(-sc, axis=-1, kind="stable")
     return _inverse_perm(order.astype(np.int64, copy=False))
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 from tqdm.auto import tqdm
 
+from icml26.common.validation import check_array, check_int
 from icml26.matching_bandits.algorithms import MatchingPolicy
 from icml26.matching_bandits.env import ContextualMarket
 from icml26.matching_bandits.market import instability_batch
@@ -72,8 +73,7 @@ def simulate(env: ContextualMarket, policy: MatchingPolicy, T: int, seed: int | 
         raise TypeError(f"env must be a ContextualMarket, got {type(env).__name__}")
     if not isinstance(policy, MatchingPolicy):
         raise TypeError(f"policy must be a MatchingPolicy, got {type(policy).__name__}")
-    if isinstance(T, bool) or not isinstance(T, (int, np.integer)) or T < 1:
-        raise ValueError(f"T must be an int >= 1, got {T!r}")
+    T = check_int(T, "T", min=1)
     env.reset()
     policy.reset(seed)
     N, K = env.n_players, env.n_arms
@@ -132,7 +132,7 @@ def regret_curves(traces: list[Trace], checkpoints: list[int] | np.ndarray) -> d
     Returns a dict of (n_traces, n_checkpoints) arrays: "sum_regret" (sum_i R_i), "max_regret" (max_i R_i),
     "instability" (I), "n_refine" (refine rounds so far).
     """
-    cps = np.asarray(checkpoints, dtype=np.int64)
+    cps = check_array(checkpoints, "checkpoints", dtype=np.int64, min_size=0)
     if cps.ndim != 1 or cps.size == 0:
         raise ValueError(f"checkpoints must be a non-empty 1-D list of round counts, got {checkpoints!r}")
     if not traces:
@@ -154,14 +154,16 @@ def fit_growth_exponent(T_grid: list[float] | np.ndarray, R: list[float] | np.nd
 
     T_grid: (C,) horizons > 0; R: (C,) values > 0 (e.g. a median regret curve at those horizons). C >= 2.
     """
-    T_grid = np.asarray(T_grid, dtype=float)
-    R = np.asarray(R, dtype=float)
+    T_grid = check_array(T_grid, "T_grid", finite=False, min_size=0)
+    R = check_array(R, "R", finite=False, min_size=0)
     if T_grid.ndim != 1 or T_grid.size < 2:
         raise ValueError(f"T_grid must be 1-D with at least 2 points, got shape {T_grid.shape}")
     if R.shape != T_grid.shape:
         raise ValueError(f"R must have the same shape as T_grid {T_grid.shape}, got {R.shape}")
     if np.any(T_grid <= 0) or not np.all(np.isfinite(T_grid)):
         raise ValueError("T_grid must be finite and > 0")
+    if np.ptp(np.log(T_grid)) == 0:
+        raise ValueError(f"T_grid must hold at least 2 distinct horizons, got {T_grid.tolist()}")
     if np.any(R <= 0) or not np.all(np.isfinite(R)):
         raise ValueError(f"R must be finite and > 0 for a log-log fit, got {R.tolist()}")
     return float(np.polyfit(np.log(T_grid), np.log(R), 1)[0])
