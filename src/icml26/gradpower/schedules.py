@@ -17,12 +17,13 @@ from collections.abc import Callable
 from torch.optim import Optimizer
 from torch.optim.lr_scheduler import LambdaLR
 
+from icml26.common.validation import check_int
+
 __all__ = ["wsd", "cosine_with_warmup", "wsd_lambda", "cosine_lambda"]
 
 
 def _check(total_steps: int, warmup_frac: float, min_ratio: float, decay_frac: float | None = None) -> None:
-    if isinstance(total_steps, bool) or not isinstance(total_steps, int) or total_steps < 1:
-        raise ValueError(f"total_steps must be a positive int, got {total_steps!r}")
+    check_int(total_steps, "total_steps", min=1)  # 10.0 is 10; 10.5 and bools are refused
     if not 0.0 <= warmup_frac < 1.0:
         raise ValueError(f"warmup_frac must be in [0, 1), got {warmup_frac}")
     if not 0.0 <= min_ratio <= 1.0:
@@ -38,6 +39,7 @@ def wsd_lambda(total_steps: int, warmup_frac: float = 0.05, decay_frac: float = 
                min_ratio: float = 0.1) -> Callable[[int], float]:
     """LR multiplier of the WSD schedule (see module docstring)."""
     _check(total_steps, warmup_frac, min_ratio, decay_frac)
+    total_steps = int(total_steps)
     n_warm = int(round(warmup_frac * total_steps))
     n_decay = int(round(decay_frac * total_steps))
     decay_start = total_steps - n_decay
@@ -56,6 +58,7 @@ def wsd_lambda(total_steps: int, warmup_frac: float = 0.05, decay_frac: float = 
 def cosine_lambda(total_steps: int, warmup_frac: float = 0.05, min_ratio: float = 0.1) -> Callable[[int], float]:
     """LR multiplier of linear warmup + cosine decay to `min_ratio`."""
     _check(total_steps, warmup_frac, min_ratio)
+    total_steps = int(total_steps)
     n_warm = int(round(warmup_frac * total_steps))
 
     def f(step: int) -> float:

@@ -16,6 +16,8 @@ import math
 
 import numpy as np
 
+from icml26.common.validation import check_int
+
 __all__ = ["normalized_drift", "high_noise_drift"]
 
 
@@ -45,8 +47,7 @@ def normalized_drift(mu: float, sigma: float, p: float, n_samples: int | None = 
     if sigma == 0:
         return float(np.sign(mu))
     if n_samples is not None:
-        if isinstance(n_samples, bool) or not isinstance(n_samples, (int, np.integer)) or n_samples < 1:
-            raise ValueError(f"n_samples must be a positive int or None, got {n_samples!r}")
+        n_samples = check_int(n_samples, "n_samples", min=1)
         rng = np.random.default_rng(seed)
         u = (np.arange(n_samples) + rng.random(n_samples)) / n_samples  # stratified U(0, 1)
         g = mu - sigma + 2.0 * sigma * u
