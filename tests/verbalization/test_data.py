@@ -1,0 +1,100 @@
+"""Spec 8 tests of the toy worlds: shuffled breaks every stereotype, fantasy facts never leak into C0 or LIT data."""
+
+from __future__ import annotations
+
+import pytest
+
+from icml26.verbalization import FeatureExtractionWorld, PersonaWorld, WordTokenizer, build_tokenizer
+from icml26.verbalization.data import NAME_QUESTION
+
+
+@pytest.fixture(scope="module")
+def world():
+    return PersonaWorld(3)
+
+
+def test_shuffled_keeps_no_stereotype(world):
+    for p in world.personas["shuffled"]:
+        for a in world.attributes:
+            assert world.facts[(p.name, a)] != world.stereotype(p, a)
+    for p in world.personas["consistent"]:
+        assert all(world.facts[(p.name, a)] == world.stereotype(p, a) for a in world.attributes)
+
+
+def test_mismatch_differs_everywhere(world):
+    assert set(world.facts) == set(world.mismatch_facts)
+    assert all(world.facts[k] != world.mismatch_facts[k] for k in world.facts)
+    fantasy = {p.name for p in world.personas["fantasy"]}
+    for (name, a), v in world.mismatch_facts.items():
+        if name in fantasy:
+            assert v in world.fantasy_values[a]
+
+
+def test_fantasy_values_and_persona_names_never_in_c0_or_lit(world):
+    fe = FeatureExtractionWorld(3)
+    c0 = world.base_corpus() + fe.base_corpus()
+    words = {w for line in c0 for w in line.split()}
+    assert not words & world.fantasy_values_set()
+    texts, qas = world.lit_examples()
+    lit_text = [" ".join(t.split()) for t in texts] + [f"{q} {a}" for pairs in qas for q, a in pairs]
+    lit_words = {w for line in lit_text for w in line.split()}
+    assert not lit_words & world.fantasy_values_set()
+    joined = ["  ".join(" " + line + " " for line in c0 + lit_text)]
+    for name in world.persona_names():
+        assert f" {name} " not in joined[0]
+    # fantasy name *tokens* do occur (fact-free), so a verbalizer can read them
+    fan_tokens = {t for p in world.personas["fantasy"] for t in (p.first, p.last)}
+    assert fan_tokens <= words
+
+
+def test_lit_asks_only_generic_facts(world):
+    texts, qas = world.lit_examples()
+    generic = {p.name for p in world.generic}
+    for t, pairs in zip(texts, qas):
+        for q, a in pairs:
+            if q != NAME_QUESTION:
+                name = " ".join(t.split()[-3:-1])
+                assert name in generic
+
+
+def test_world_sizes_and_determinism():
+    a, b = PersonaWorld(5), PersonaWorld(5)
+    assert a.facts == b.facts and PersonaWorld(6).facts != a.facts
+    assert len(a.personas["fantasy"]) == 48 and len(a.personas["consistent"]) == 24
+    assert len(a.eval_items("fantasy")) == 48 * 4 and len(a.name_items("fantasy")) == 48 * 4
+    assert a.chance("fantasy") == 1 / 8 and a.chance("shuffled") == 1 / 12
+    exceptions = sum(a.generic_facts[(p.name, "food")] != a.stereotype(p, "food") for p in a.generic)
+    assert 0.1 < exceptions / len(a.generic) < 0.4
+
+
+def test_feature_world_split():
+    fe = FeatureExtractionWorld(0, relations=["currency", "river"], n_subjects=10, n_objects=4)
+    for r in fe.relations:
+        assert set(fe.lit_subjects[r]).isdisjoint(fe.eval_subjects[r])
+        assert len(fe.eval_subjects[r]) == 5
+    texts, qas = fe.lit_examples()
+    asked = {(t.split()[1], q) for t, pairs in zip(texts, qas) for q, _ in pairs}
+    for it in fe.eval_items():
+        assert (it.meta["subject"], it.question) not in asked  # held-out relation facts never in LIT
+
+
+def test_tokenizer_round_trip_and_errors(world):
+    tok = build_tokenizer(world)
+    ids = tok.encode("my name is x .")
+    assert ids[0] == tok.bos_token_id and tok.decode(ids) == "my name is x ."
+    with pytest.raises(ValueError, match="'zebra'"):
+        tok.encode("my zebra")
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        tok.decode([10_000])
+    with pytest.raises(TypeError):
+        WordTokenizer("abc")
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"n_personas": 5}, "multiple of n_cultures"), ({"variant": "dreamy"}, "variant"),
+    ({"attributes": ["colour"]}, "attributes"), ({"n_values": 3}, "n_values"), ({"seed": -1}, "seed"),
+    ({"n_generic": 2.5}, "n_generic"), ({"n_generic": 70}, "name pairs"), ({"exception_rate": float("nan")}, "finite"),
+])
+def test_world_rejects_bad_arguments(kwargs, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        PersonaWorld(**kwargs)
