@@ -1,0 +1,43 @@
+"""Fixtures of the lingua tests: a small KitchenWorld and a fake NExT-GQA dataset made from it."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+import pytest
+
+from icml26.lingua import KitchenWorld, WorldConfig
+
+
+@pytest.fixture(scope="session")
+def world():
+    """A faster world for unit tests: shorter gaps and 3-4 activities per video (the default world is tested in
+    test_perception_world)."""
+    return KitchenWorld(WorldConfig(gap_s=(1.5, 3.0), idle_s=(1.0, 2.0), n_activities=(3, 4)), seed=3)
+
+
+def write_fake_nextgqa(folder, world, n_videos=3):
+    """NExT-GQA-format files (val.csv, gsub_val.json, <video_id>.npy) from KitchenWorld videos."""
+    folder.mkdir(parents=True, exist_ok=True)
+    vdir = folder / "videos"
+    vdir.mkdir(exist_ok=True)
+    rows, gsub = [], {}
+    codes = {"causal": "CW", "temporal": "TN", "descriptive": "DO"}
+    for i in range(n_videos):
+        v, qs = world.video(i)
+        vid = str(1000 + i)
+        np.save(vdir / f"{vid}.npy", v.frames)
+        gsub[vid] = {"duration": v.duration, "fps": v.fps, "location": {}}
+        for k, q in enumerate(qs):
+            rows.append({"video_id": vid, "frame_count": v.n_frames, "width": 24, "height": 24,
+                         "question": q.question.lower().rstrip("?"), "answer": q.options[q.answer_idx], "qid": k,
+                         "type": codes[q.qtype], **{f"a{j}": o for j, o in enumerate(q.options)}})
+            gsub[vid]["location"][str(k)] = [list(s) for s in q.gt_spans]
+    with open(folder / "val.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    (folder / "gsub_val.json").write_text(json.dumps(gsub))
+    return folder / "val.csv", folder / "gsub_val.json", vdir
