@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 from icml26.common.validation import check_array, check_bool, check_choice, check_float, check_int, check_seed
 from icml26.visioned.model import _as_2d, _batches, train_regressor
@@ -123,6 +124,20 @@ def _point_features(pc: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return xyz, rho
 
 
+def _neighbour_max(h: torch.Tensor, nbr: torch.Tensor) -> torch.Tensor:
+    """max over the k neighbours: h (B, N, C), nbr (B, M, k) -> (B, M, C), the value and gradient of
+    ``h[b, nbr].max(2)``. The winning neighbour of every channel is found without autograd, then only the
+    winners are gathered with autograd (a (B, M, C) gather instead of saving the (B, M, k, C) block: ~3x faster
+    training steps on CPU, same numbers)."""
+    B, N, C = h.shape
+    M, k = nbr.shape[1:]
+    with torch.no_grad():
+        flat = (nbr + N * torch.arange(B, device=nbr.device)[:, None, None]).reshape(-1)
+        arg = F.embedding(flat, h.detach().reshape(B * N, C)).view(B, M, k, C).max(2).indices  # (B, M, C) in 0..k-1
+        sel = torch.gather(nbr, 2, arg)  # (B, M, C) point index of each channel's winner
+    return torch.gather(h, 1, sel)
+
+
 class PointNetPPLite(nn.Module):
     """PointNet++-lite on ED point clouds (B, N, 4) -> (B, n_out).
 
@@ -181,8 +196,7 @@ class PointNetPPLite(nn.Module):
         cen = xyz[bi, ci]  # (B, M, 3)
         hc = cen @ lin.weight[:, :3].T  # (B, M, C): W_x c
         # relu and "- W_x c" commute with the max over neighbours: max_k relu(h_j - hc) = relu(max_k h_j - hc)
-        g = h[torch.arange(B)[:, None, None], nbr].max(2).values  # (B, M, C)
-        return cen, torch.relu(g - hc)
+        return cen, torch.relu(_neighbour_max(h, nbr) - hc)
 
     def forward(self, pc: torch.Tensor, i1=None, nn1=None, i2=None, nn2=None) -> torch.Tensor:
         _check_pc(pc)

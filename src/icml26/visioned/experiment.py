@@ -42,7 +42,7 @@ _COMMON: dict[str, Any] = {
     "method": "HF", "basis": "sto-3g", "grid_spacing": 0.25, "margin": 4.0, "conformer_seed": 0,
     "n_views": 6, "isovalues": [0.05], "esp": "charges", "fov": 12.0,
     "mask_ratio": 0.5, "w_phys": 1.0, "w_comp": 0.5, "w_con": 0.1, "pretrain_lr": 1e-3, "batch_size": 32,
-    "label_fractions": [0.25, 1.0], "patience": 10, "report_arms": True,
+    "label_fractions": [0.25, 1.0], "patience": 8, "report_arms": False,
     "pc_threshold": 1e-3, "pc_arch": "pointnet++", "workers": 2,
     "n_boot": 2000, "ci": 0.95, "report_ood": False, "cache": "", "device": "cpu", "backend": "cpu",
 }
@@ -54,7 +54,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
     },
     "small": _COMMON | {
         "n_molecules": 332, "max_heavy_atoms": 8, "img_size": 32, "patch": 8, "dim": 64, "depth": 4, "heads": 4,
-        "pretrain_epochs": 30, "finetune_epochs": 60, "n_points": 1024,
+        "pretrain_epochs": 30, "finetune_epochs": 40, "n_points": 1024,
     },
     # GPU configuration toward the paper (not run in CI): B3LYP/6-31G** densities, exact ESP, 224 px, ViT-B/16.
     # At this scale use `icml26.visioned.scale` (sharded storage, GPU4PySCF, DDP); `run` keeps the same
