@@ -132,3 +132,18 @@ def test_validate_config_rejects_bad_values():
 def test_docs(docs_example):
     ns = docs_example("visioned")
     assert ns["imgs"].shape == (8, 6, 4, 16, 16) and ns["clouds"].shape == (8, 128, 4)
+
+
+def test_neighbour_max_equals_gather_then_max_in_value_and_gradient():
+    from icml26.visioned.baselines import _neighbour_max
+
+    torch.manual_seed(0)
+    h = torch.randn(3, 50, 6, requires_grad=True)
+    nbr = torch.randint(0, 50, (3, 20, 7))
+    ref = h[torch.arange(3)[:, None, None], nbr].max(2).values
+    out = _neighbour_max(h, nbr)
+    assert torch.equal(out, ref)
+    w = torch.randn_like(ref)
+    g_ref, = torch.autograd.grad((ref * w).sum(), h)
+    g_out, = torch.autograd.grad((out * w).sum(), h)
+    assert torch.allclose(g_ref, g_out)

@@ -448,10 +448,13 @@ def _schedule(jobs: list[tuple[dict[str, Any], float]], after_pretrain, workers:
             fits.append(r)
 
     if workers <= 1:
-        while pending:
-            pending.sort(key=lambda j: -j[1])
-            job, _ = pending.pop(0)
-            collect(_dispatch(**job))
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(1):  # one BLAS thread, as in the workers (multi-threaded BLAS on tiny fits crawls)
+            while pending:
+                pending.sort(key=lambda j: -j[1])
+                job, _ = pending.pop(0)
+                collect(_dispatch(**job))
         bar.close()
         return pre, fits
     ctx = mp.get_context("spawn")
