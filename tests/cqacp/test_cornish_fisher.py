@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from icml26.cqacp import CornishFisherQuantileCurve, TAU_GRID
+from icml26.cqacp import TAU_GRID, CornishFisherQuantileCurve
 from icml26.cqacp.cornish_fisher import _abc, cf_w_prime, is_cf_monotone
 
 

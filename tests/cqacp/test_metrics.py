@@ -3,8 +3,16 @@
 import numpy as np
 import pytest
 
-from icml26.cqacp import (conditional_coverage_by_bin, coverage, crossing_rate, interval_score, mean_width,
-                          nestedness_rate, width_roughness, width_tv)
+from icml26.cqacp import (
+    conditional_coverage_by_bin,
+    coverage,
+    crossing_rate,
+    interval_score,
+    mean_width,
+    nestedness_rate,
+    width_roughness,
+    width_tv,
+)
 
 
 def _pis(lo, hi):

@@ -5,7 +5,6 @@ truncation."""
 import warnings
 
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sklearn.linear_model import LinearRegression

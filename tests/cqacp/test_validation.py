@@ -7,9 +7,20 @@ import numpy as np
 import pytest
 from sklearn.linear_model import LinearRegression
 
-from icml26.cqacp import (ACI, AgACI, ConformalPID, CornishFisherQuantileCurve, CQACPRegressor, EnbPI, NexCP,
-                          QRFLearner, SPCI, coverage, nestedness_rate)
-from icml26.cqacp import experiment
+from icml26.cqacp import (
+    ACI,
+    SPCI,
+    AgACI,
+    ConformalPID,
+    CornishFisherQuantileCurve,
+    CQACPRegressor,
+    EnbPI,
+    NexCP,
+    QRFLearner,
+    coverage,
+    experiment,
+    nestedness_rate,
+)
 from icml26.cqacp.data import lag_matrix, simulate_ar_garch
 
 

@@ -174,7 +174,8 @@ class CornishFisherQuantileCurve:
         self.extra_taus = None if extra_taus is None else _check_taus(extra_taus, "extra_taus", True)
         self.skew_bounds = skew_bounds
         self.exkurt_bounds = exkurt_bounds
-        self.grid_size = (check_int(grid_size[0], "grid_size[0]", min=3), check_int(grid_size[1], "grid_size[1]", min=3))
+        self.grid_size = (check_int(grid_size[0], "grid_size[0]", min=3),
+                          check_int(grid_size[1], "grid_size[1]", min=3))
         self.refine = check_int(refine, "refine", min=0)
         self.eps = check_float(eps, "eps", min=0.0)
         self._cache: dict = {}

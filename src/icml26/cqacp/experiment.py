@@ -98,8 +98,7 @@ EXPECTED_RUNTIME_S = {"smoke": 8, "small": 60, "paper": 20 * 3600}
 
 def validate_config(config: dict) -> None:
     """Check a config before any compute: ValueError/TypeError naming the bad key."""
-    from icml26.common.validation import (check_array, check_choice, check_float, check_int, check_seed,
-                                          require_keys)
+    from icml26.common.validation import check_array, check_choice, check_float, check_int, check_seed, require_keys
 
     require_keys(config, _BASE)
     unknown = sorted(set(config) - set(_BASE) - {"scale"})

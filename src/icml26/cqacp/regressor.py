@@ -31,8 +31,14 @@ from typing import Any
 import numpy as np
 
 from icml26.common.validation import check_array, check_choice, check_float, check_int
-from icml26.cqacp._online import (EnsembleMean, OnlineIntervalRegressor, bootstrap_loo, check_optional_int,
-                                  check_random_state, check_Xy)
+from icml26.cqacp._online import (
+    EnsembleMean,
+    OnlineIntervalRegressor,
+    bootstrap_loo,
+    check_optional_int,
+    check_random_state,
+    check_Xy,
+)
 from icml26.cqacp.cornish_fisher import CFParams, CornishFisherQuantileCurve
 from icml26.cqacp.quantile_learners import QRFLearner
 

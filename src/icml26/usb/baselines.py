@@ -22,16 +22,21 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from icml26.usb.bridge import MLP, NotFittedError, UnbalancedSchrodingerBridge, check_snapshots, snapshots_from_anndata
-from icml26.usb.rates import split_birth_death
-from icml26.usb.simulate import MODES, SimulationResult, simulate_population
+from icml26.common.validation import check_array, check_float, check_int, check_seed
+from icml26.usb.bridge import (
+    MLP,
+    FittedDynamics,
+    UnbalancedSchrodingerBridge,
+    _check_hidden,
+    _read_snapshots,
+    check_device,
+)
 
 __all__ = ["SF2M", "OTCFM", "UOTCFM", "TIGONLike", "DeepRUOTLike", "sinkhorn_divergence"]
 
@@ -72,10 +77,12 @@ class UOTCFM(OTCFM):
     _coupling = "unbalanced"
 
     def __init__(self, sigma: float = 0.1, uot_eps: float = 0.05, **kwargs: Any):
-        if not uot_eps > 0:
-            raise ValueError(f"uot_eps must be > 0, got {uot_eps}")
         self.uot_eps = uot_eps
         super().__init__(sigma=sigma, **kwargs)
+
+    def _validate_params(self) -> None:
+        super()._validate_params()
+        self.uot_eps = check_float(self.uot_eps, "uot_eps", min=0.0, min_open=True)
 
     def _extra_params(self) -> dict[str, Any]:
         return {"uot_eps": self.uot_eps}
@@ -108,7 +115,7 @@ def sinkhorn_divergence(x: torch.Tensor, a: torch.Tensor, y: torch.Tensor, b: to
             - 0.5 * _sinkhorn_cost(y, b, y, b, eps, n_iter).detach())
 
 
-class TIGONLike:
+class TIGONLike(FittedDynamics):
     """TIGON-like WFR baseline (Sha et al. 2024): neural ODE for velocity v and growth g, trained by
     simulating weighted particles (simulation-based, slow).
 
@@ -118,9 +125,12 @@ class TIGONLike:
         growth_energy: alpha in |v|^2 + alpha g^2 (1.0); mass_weight: 1.0; ot_eps: 0.05 (Sinkhorn blur^2);
         sinkhorn_iter: 30; n_data: cells per snapshot used in each OT loss (256); sigma: training/simulation
         diffusion (0 for TIGON; DeepRUOTLike uses > 0); reference_rates: split of g for discrete simulation.
+    The fitted fields, `simulate` (default mode "weighted"; "ode" is the same for TIGON; "discrete" through
+    the birth/death split of g) and save/load are USB's (`FittedDynamics`).
     """
 
     _stochastic = False
+    _default_mode = "weighted"
 
     def __init__(self, hidden: Sequence[int] = (64, 64, 64), n_iter: int = 600, n_particles: int = 256,
                  steps_per_unit: int = 20, lr: float = 1e-3, energy_weight: float = 0.01,
@@ -128,7 +138,7 @@ class TIGONLike:
                  sinkhorn_iter: int = 30, n_data: int = 256, sigma: float = 0.0,
                  reference_rates: tuple[float, float] = (0.0, 0.0), seed: int = 0, device: str = "cpu",
                  progress: bool = False):
-        self.hidden = tuple(int(h) for h in hidden)
+        self.hidden = hidden
         self.n_iter = n_iter
         self.n_particles = n_particles
         self.steps_per_unit = steps_per_unit
@@ -140,19 +150,29 @@ class TIGONLike:
         self.sinkhorn_iter = sinkhorn_iter
         self.n_data = n_data
         self.sigma = sigma
-        self.reference_rates = tuple(reference_rates)
+        self.reference_rates = reference_rates
         self.seed = seed
         self.device = device
         self.progress = progress
+        self._validate_params()
+
+    def _validate_params(self) -> None:
+        self.hidden = _check_hidden(self.hidden)
         for name in ("n_iter", "n_particles", "steps_per_unit", "sinkhorn_iter", "n_data"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if sigma < 0 or (self._stochastic and sigma <= 0):
-            raise ValueError(f"sigma must be {'> 0' if self._stochastic else '>= 0'}, got {sigma}")
-        if not ot_eps > 0:
-            raise ValueError(f"ot_eps must be > 0, got {ot_eps}")
-        if len(self.reference_rates) != 2 or min(self.reference_rates) < 0:
-            raise ValueError(f"reference_rates must be two rates >= 0, got {self.reference_rates}")
+            setattr(self, name, check_int(getattr(self, name), name, min=1))
+        self.lr = check_float(self.lr, "lr", min=0.0, min_open=True)
+        for name in ("energy_weight", "growth_energy", "mass_weight"):
+            setattr(self, name, check_float(getattr(self, name), name, min=0.0))
+        self.ot_eps = check_float(self.ot_eps, "ot_eps", min=0.0, min_open=True)
+        self.sigma = check_float(self.sigma, "sigma", min=0.0, min_open=self._stochastic)
+        rr = check_array(self.reference_rates, "reference_rates", shape=(2,))
+        if (rr < 0).any():
+            raise ValueError(f"reference_rates must be two rates >= 0, got {tuple(rr)}")
+        self.reference_rates = (float(rr[0]), float(rr[1]))
+        self.seed = check_seed(self.seed, "seed")
+        check_device(self.device)
+        if not isinstance(self.progress, (bool, np.bool_)):
+            raise TypeError(f"progress must be True or False, got {self.progress!r}")
 
     def get_params(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in (
@@ -163,18 +183,20 @@ class TIGONLike:
     def _build_nets(self, d: int) -> None:
         torch.manual_seed(self.seed)
         self.velocity_net_ = MLP(d, d, self.hidden).to(self.device)
+        self.score_net_ = None
         self.growth_net_ = MLP(d, 1, self.hidden).to(self.device)
 
-    def _tn(self, t: float, n: int) -> torch.Tensor:
-        span = float(self.times_[-1] - self.times_[0])
-        return torch.full((n, 1), (t - float(self.times_[0])) / span, device=self.device)
+    def _sim_sigma(self, mode: str) -> float:
+        return self.sigma if (self._stochastic and mode != "ode") else 0.0
+
+    def _default_dt(self) -> float:
+        return 1.0 / self.steps_per_unit
 
     def fit(self, snapshots: Any, times: Sequence[float] | None = None, masses: Sequence[float] | None = None, *,
             time_key: str = "time", basis: str | None = "X_pca") -> TIGONLike:
         """Fit by simulating weighted particles from X_0 through every observed time (see class docstring)."""
-        if not isinstance(snapshots, (list, tuple, np.ndarray)) and hasattr(snapshots, "obs"):
-            snapshots, times = snapshots_from_anndata(snapshots, time_key, basis, times)
-        snaps, times, m = check_snapshots(snapshots, times, masses)
+        self._validate_params()
+        snaps, times, m = _read_snapshots(snapshots, times, masses, time_key, basis)
         dev = torch.device(self.device)
         rng = np.random.default_rng(self.seed)
         gen = torch.Generator().manual_seed(self.seed)
@@ -197,7 +219,7 @@ class TIGONLike:
                 n_steps = max(1, math.ceil((times[k] - times[k - 1]) * self.steps_per_unit))
                 h = float(times[k] - times[k - 1]) / n_steps
                 for _ in range(n_steps):
-                    tn = self._tn(t, n)
+                    tn = self._tnorm(t, n, dev)
                     v = self.velocity_net_(x, tn)
                     g = self.growth_net_(x, tn).squeeze(1)
                     rho = torch.exp(logw) / total[0]
@@ -221,77 +243,6 @@ class TIGONLike:
             self.loss_history_.append(float(loss.detach()))
         self.train_time_s_ = time.perf_counter() - t0
         return self
-
-    # --- fitted fields (same interface as USB)
-    def _check_fitted(self) -> None:
-        if not hasattr(self, "velocity_net_"):
-            raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit(snapshots, times) first")
-
-    def _velocity_t(self, x: torch.Tensor, t: float) -> torch.Tensor:
-        return self.velocity_net_(x.float(), self._tn(t, len(x))).to(x.dtype)
-
-    def _growth_t(self, x: torch.Tensor, t: float) -> torch.Tensor:
-        return self.growth_net_(x.float(), self._tn(t, len(x))).squeeze(1).to(x.dtype)
-
-    def _rates_t(self, x: torch.Tensor, t: float):
-        return split_birth_death(self._growth_t(x, t), *self.reference_rates)
-
-    def _np(self, fn, x, t):
-        self._check_fitted()
-        xt = torch.as_tensor(np.asarray(x, dtype=np.float32), device=self.device)
-        if xt.ndim != 2 or xt.shape[1] != self.n_features_in_:
-            raise ValueError(f"x must have shape (n, {self.n_features_in_}), got {tuple(xt.shape)}")
-        with torch.no_grad():
-            return fn(xt, float(t)).cpu().numpy().astype(np.float64)
-
-    def velocity(self, x, t: float) -> np.ndarray:
-        return self._np(self._velocity_t, x, t)
-
-    drift = velocity
-
-    def score(self, x, t: float) -> np.ndarray:
-        return np.zeros((len(x), self.n_features_in_))
-
-    def growth(self, x, t: float) -> np.ndarray:
-        return self._np(self._growth_t, x, t)
-
-    def birth_death_rates(self, x, t: float):
-        return split_birth_death(self.growth(x, t), *self.reference_rates)
-
-    def simulate(self, x0, t_eval: Sequence[float], mode: str = "weighted", dt: float | None = None, seed: int = 0,
-                 max_particles: int = 200_000, *, t0: float | None = None, weights0=None,
-                 record_events: bool = True, progress: bool = False) -> SimulationResult:
-        """Weighted particles (default; "ode" is the same for TIGON), or "discrete" via the minimal-jump split."""
-        self._check_fitted()
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-        dt = 1.0 / self.steps_per_unit if dt is None else dt
-        sigma = self.sigma if (self._stochastic and mode != "ode") else 0.0
-        x0t = torch.as_tensor(np.asarray(x0, dtype=np.float32), device=self.device)
-        return simulate_population(x0t, t_eval, self._velocity_t, sigma, rates=self._rates_t, growth=self._growth_t,
-                                   mode=mode, t0=t0, dt=dt, seed=seed, weights0=weights0,
-                                   max_particles=max_particles, record_events=record_events, device=self.device,
-                                   progress=progress)
-
-    def save(self, path: str | Path) -> None:
-        self._check_fitted()
-        torch.save({"class": type(self).__name__, "params": self.get_params(), "times": self.times_,
-                    "masses_per_cell": self.masses_per_cell_, "n_features_in": self.n_features_in_,
-                    "n_cells": self.n_cells_, "velocity": self.velocity_net_.state_dict(),
-                    "growth": self.growth_net_.state_dict()}, Path(path))
-
-    @classmethod
-    def load(cls, path: str | Path) -> TIGONLike:
-        state = torch.load(Path(path), map_location="cpu", weights_only=False)
-        if state.get("class") != cls.__name__:
-            raise ValueError(f"{path} holds a {state.get('class')}, not a {cls.__name__}")
-        model = cls(**state["params"])
-        model.times_, model.masses_per_cell_ = np.asarray(state["times"]), np.asarray(state["masses_per_cell"])
-        model.n_features_in_, model.n_cells_ = int(state["n_features_in"]), list(state["n_cells"])
-        model._build_nets(model.n_features_in_)
-        model.velocity_net_.load_state_dict(state["velocity"])
-        model.growth_net_.load_state_dict(state["growth"])
-        return model
 
 
 class DeepRUOTLike(TIGONLike):

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -36,15 +37,28 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from icml26.common.validation import check_array, check_choice, check_float, check_int, check_seed, check_tensor
 from icml26.usb.coupling import balanced_plan, bridge_sample, bridge_targets, semi_relaxed_uot, unbalanced_plan
 from icml26.usb.rates import growth_penalty, split_birth_death
 from icml26.usb.simulate import MODES, SimulationResult, simulate_population
 
-__all__ = ["UnbalancedSchrodingerBridge", "NotFittedError", "MLP", "snapshots_from_anndata", "check_snapshots"]
+__all__ = ["UnbalancedSchrodingerBridge", "FittedDynamics", "NotFittedError", "MLP", "snapshots_from_anndata",
+           "check_snapshots"]
 
 
 class NotFittedError(ValueError, AttributeError):
     """Raised when a model is used before `fit` (sklearn convention)."""
+
+
+ACTIVATIONS = ("silu", "leaky_relu", "relu", "tanh", "selu")
+
+
+def _check_hidden(hidden: Any) -> tuple[int, ...]:
+    """Layer widths: a non-empty sequence of integers >= 1 (64.5 is refused, not truncated)."""
+    h = check_array(hidden, "hidden", ndim=1, dtype=np.int64)
+    if (h < 1).any():
+        raise ValueError(f"hidden must be a non-empty sequence of positive widths, got {list(hidden)}")
+    return tuple(int(v) for v in h)
 
 
 class MLP(nn.Module):
@@ -53,8 +67,7 @@ class MLP(nn.Module):
     def __init__(self, in_dim: int, out_dim: int, hidden: Sequence[int] = (64, 64, 64), activation: str = "silu"):
         super().__init__()
         acts = {"silu": nn.SiLU, "leaky_relu": nn.LeakyReLU, "relu": nn.ReLU, "tanh": nn.Tanh, "selu": nn.SELU}
-        if activation not in acts:
-            raise ValueError(f"activation must be one of {sorted(acts)}, got {activation!r}")
+        check_choice(activation, "activation", ACTIVATIONS)
         layers: list[nn.Module] = []
         width = in_dim + 1
         for h in hidden:
@@ -110,7 +123,7 @@ def check_snapshots(snapshots: Any, times: Any, masses: Any = None) -> tuple[lis
     """Validate snapshots/times/masses; returns (float64 arrays, times, per-cell masses m_k).
 
     m_k = (M_k / N_k) * (N_0 / M_0), i.e. masses are relative to t_0 with M_0 normalised to N_0
-    (default M_k = N_k gives m_k = 1).
+    (default M_k = N_k gives m_k = 1, so m_0 = 1 always).
     """
     if isinstance(snapshots, np.ndarray) or not isinstance(snapshots, (list, tuple)):
         raise TypeError("snapshots must be a list of (N_k, d) arrays (one per time) or an AnnData")
@@ -118,10 +131,8 @@ def check_snapshots(snapshots: Any, times: Any, masses: Any = None) -> tuple[lis
         raise ValueError(f"snapshots: need at least 2 snapshots, got {len(snapshots)}")
     snaps = []
     for k, s in enumerate(snapshots):
-        if isinstance(s, torch.Tensor):
-            s = s.detach().cpu().numpy()
-        s = np.asarray(s, dtype=np.float64)
-        if s.ndim != 2 or len(s) == 0:
+        s = check_array(s, f"snapshots[{k}]", ndim=2, finite=False)
+        if len(s) == 0 or s.shape[1] == 0:
             raise ValueError(f"snapshots[{k}] must be a non-empty (n_cells, n_dims) array, got shape {s.shape}")
         if not np.isfinite(s).all():
             raise ValueError(f"snapshots[{k}] contains NaN or inf")
@@ -131,26 +142,221 @@ def check_snapshots(snapshots: Any, times: Any, masses: Any = None) -> tuple[lis
         snaps.append(s)
     if times is None:
         raise ValueError("times is required with array snapshots")
-    times = np.asarray(times, dtype=np.float64).reshape(-1)
+    times = check_array(times, "times", ndim=(0, 1)).reshape(-1)
     if len(times) != len(snaps):
         raise ValueError(f"times has length {len(times)} but there are {len(snaps)} snapshots")
-    if not np.isfinite(times).all() or np.any(np.diff(times) <= 0):
+    if np.any(np.diff(times) <= 0):
         raise ValueError(f"times must be finite and strictly increasing, got {times.tolist()}")
     counts = np.array([len(s) for s in snaps], dtype=np.float64)
     if masses is None:
         m = np.ones(len(snaps))
     else:
-        masses = np.asarray(masses, dtype=np.float64).reshape(-1)
+        masses = check_array(masses, "masses", ndim=(0, 1)).reshape(-1)
         if len(masses) != len(snaps):
             raise ValueError(f"masses has length {len(masses)} but there are {len(snaps)} snapshots")
-        if not np.isfinite(masses).all() or (masses <= 0).any():
+        if (masses <= 0).any():
             raise ValueError(f"masses must be finite and > 0, got {masses.tolist()}")
         m = (masses / counts) * (counts[0] / masses[0])
     return snaps, times, m
 
 
-# ------------------------------------------------------------------------------------------ estimator
-class UnbalancedSchrodingerBridge:
+def _read_snapshots(snapshots, times, masses, time_key, basis):
+    """AnnData or list of arrays -> checked (snapshots, times, per-cell masses)."""
+    if not isinstance(snapshots, (list, tuple, np.ndarray)) and hasattr(snapshots, "obs"):
+        snapshots, times = snapshots_from_anndata(snapshots, time_key, basis, times)
+    return check_snapshots(snapshots, times, masses)
+
+
+def check_device(device: Any) -> torch.device:
+    """A torch device string/object ("cpu", "cuda", "cuda:1"); ValueError naming `device` otherwise."""
+    try:
+        return torch.device(device)
+    except (RuntimeError, TypeError, ValueError):
+        raise ValueError(f"device must be a torch device such as 'cpu' or 'cuda', got {device!r}") from None
+
+
+# ------------------------------------------------------------------------------------------ fitted dynamics
+class FittedDynamics:
+    """What a fitted model offers, shared by the USB estimator (and its simulation-free baselines) and the
+    simulation-based TIGONLike / DeepRUOTLike: the fields v, s, f, g and (beta, delta) at any (x, t), the
+    simulator, and save/load.
+
+    A subclass sets, when fitted, `velocity_net_`, `score_net_` (or None), `growth_net_` (or None),
+    `times_`, `masses_per_cell_`, `n_features_in_`, `n_cells_`, `loss_history_`, and implements
+    `get_params`, `_validate_params`, `_build_nets(d)`, `_sim_sigma(mode)` (diffusion used by `simulate`)
+    and `_default_dt()`; `sigma`, `reference_rates`, `device` are its hyper-parameters.
+    """
+
+    _default_mode = "discrete"
+
+    # ----------------------------------------------------------------------------- fields at (x, t)
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "velocity_net_"):
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit(snapshots, times) first")
+
+    def _points(self, x, name: str = "x") -> torch.Tensor:
+        self._check_fitted()
+        xt = check_tensor(x, name, ndim=2, dtype=torch.float32, min_size=0)
+        if xt.shape[1] != self.n_features_in_:
+            raise ValueError(f"{name} must have shape (n, {self.n_features_in_}), got {tuple(xt.shape)}")
+        return xt.to(torch.device(self.device))
+
+    def _tnorm(self, t: torch.Tensor | float, n: int, dev) -> torch.Tensor:
+        """Time fed to the networks: (t - t_0) / (t_K - t_0), as an (n, 1) column."""
+        span = float(self.times_[-1] - self.times_[0])
+        tt = torch.as_tensor(t, dtype=torch.float32, device=dev)
+        return ((tt - float(self.times_[0])) / span).reshape(-1, 1).expand(n, 1)
+
+    def _field(self, net: nn.Module | None, x: torch.Tensor, t: float, chunk: int = 65536) -> torch.Tensor:
+        out_dim = self.n_features_in_ if net is not self.growth_net_ else 1
+        if net is None:
+            return torch.zeros(len(x), out_dim, device=x.device, dtype=x.dtype)
+        outs = []
+        for s in range(0, max(len(x), 1), chunk):
+            xc = x[s:s + chunk].to(torch.float32)
+            outs.append(net(xc, self._tnorm(t, len(xc), xc.device)).to(x.dtype))
+        return torch.cat(outs) if outs else torch.zeros(0, out_dim, device=x.device, dtype=x.dtype)
+
+    def _velocity_t(self, x: torch.Tensor, t: float) -> torch.Tensor:
+        return self._field(self.velocity_net_, x, t)
+
+    def _score_t(self, x: torch.Tensor, t: float) -> torch.Tensor:
+        return self._field(self.score_net_, x, t)
+
+    def _drift_t(self, x: torch.Tensor, t: float) -> torch.Tensor:
+        f = self._velocity_t(x, t)
+        if self.score_net_ is not None:
+            f = f + 0.5 * self.sigma**2 * self._score_t(x, t)
+        return f
+
+    def _growth_t(self, x: torch.Tensor, t: float) -> torch.Tensor:
+        if self.growth_net_ is None:
+            return torch.zeros(len(x), device=x.device, dtype=x.dtype)
+        return self._field(self.growth_net_, x, t).squeeze(1)
+
+    def _rates_t(self, x: torch.Tensor, t: float) -> tuple[torch.Tensor, torch.Tensor]:
+        return split_birth_death(self._growth_t(x, t), *self.reference_rates)
+
+    def _np(self, fn, x, t) -> np.ndarray:
+        xt = self._points(x)
+        t = check_float(t, "t")
+        with torch.no_grad():
+            return fn(xt, t).cpu().numpy().astype(np.float64)
+
+    def velocity(self, x, t: float) -> np.ndarray:
+        """Probability-flow velocity v(x, t), (n, d); x (n, d) finite, t a finite float."""
+        return self._np(self._velocity_t, x, t)
+
+    def score(self, x, t: float) -> np.ndarray:
+        """Score s(x, t) ~ grad log rho_t, (n, d) (zeros for models without a score head)."""
+        return self._np(self._score_t, x, t)
+
+    def drift(self, x, t: float) -> np.ndarray:
+        """SDE drift f = v + (sigma^2/2) s, (n, d) (= v for models without a score head)."""
+        return self._np(self._drift_t, x, t)
+
+    def growth(self, x, t: float) -> np.ndarray:
+        """Net growth rate g = beta - delta per unit time, (n,) (zeros for models without growth)."""
+        return self._np(self._growth_t, x, t)
+
+    def birth_death_rates(self, x, t: float) -> tuple[np.ndarray, np.ndarray]:
+        """(beta, delta), each (n,): division and death rates per unit time, beta delta = q_b q_d."""
+        return split_birth_death(self.growth(x, t), *self.reference_rates)
+
+    # ----------------------------------------------------------------------------- simulation
+    def simulate(self, x0, t_eval: Sequence[float], mode: str | None = None, dt: float | None = None,
+                 seed: int = 0, max_particles: int = 200_000, *, t0: float | None = None,
+                 weights0=None, record_events: bool = True, progress: bool = False) -> SimulationResult:
+        """Simulate the learned dynamics from cells `x0` (n0, d) and record them at `t_eval`.
+
+        Args:
+            x0: (n0, d) cells at time t0.
+            t_eval: increasing recording times (a sequence, not a scalar: `[t0, t1]` simulates from t0 to t1).
+            mode: "discrete" (divisions/deaths of individual cells, lineage ids and event log; USB default),
+                "weighted" (SDE particles with weights w <- w exp(g dt)) or "ode" (probability-flow ODE
+                dx = v dt with weights). Default: the model's own (`_default_mode`).
+            dt: Euler step (default: shortest training interval / 50 for the simulation-free models).
+            seed: simulation seed (int >= 0); max_particles: guard against exponential growth (ValueError).
+            t0: start time (default t_eval[0]; then a single recording time is refused, as it would return x0).
+        Returns:
+            SimulationResult (positions, weights or None, lineage, cell ids, events).
+        Warns:
+            UserWarning when [t0, t_eval[-1]] leaves the training time span (the networks extrapolate).
+        """
+        self._check_fitted()
+        self._validate_params()
+        mode = self._default_mode if mode is None else mode
+        check_choice(mode, "mode", MODES)
+        x0t = self._points(x0, "x0")
+        t_arr = _check_t_eval(t_eval, t0)
+        start = float(t_arr[0]) if t0 is None else check_float(t0, "t0")
+        lo, hi = float(self.times_[0]), float(self.times_[-1])
+        tol = 1e-9 * max(1.0, hi - lo)
+        if start < lo - tol or t_arr[-1] > hi + tol:
+            warnings.warn(f"simulating over [{start:g}, {t_arr[-1]:g}] leaves the training time span [{lo:g}, {hi:g}]: "
+                          "the networks extrapolate in time there", UserWarning, stacklevel=2)
+        dt = self._default_dt() if dt is None else check_float(dt, "dt", min=0.0, min_open=True)
+        drift = self._velocity_t if mode == "ode" else self._drift_t
+        return simulate_population(
+            x0t, t_arr, drift, self._sim_sigma(mode), rates=self._rates_t, growth=self._growth_t, mode=mode,
+            t0=t0, dt=dt, seed=seed, weights0=weights0, max_particles=max_particles, record_events=record_events,
+            device=self.device, progress=progress)
+
+    # ----------------------------------------------------------------------------- persistence
+    def _extra_params(self) -> dict[str, Any]:
+        return {}
+
+    def save(self, path: str | Path) -> None:
+        """Save hyper-parameters, fitted networks and fit metadata (torch.save)."""
+        self._check_fitted()
+        state = {
+            "class": type(self).__name__,
+            "params": self.get_params(),
+            "extra": self._extra_params(),
+            "nets": {name: (net.state_dict() if net is not None else None) for name, net in
+                     (("velocity", self.velocity_net_), ("score", self.score_net_), ("growth", self.growth_net_))},
+            "times": self.times_, "masses_per_cell": self.masses_per_cell_, "n_features_in": self.n_features_in_,
+            "n_cells": self.n_cells_, "loss_history": self.loss_history_,
+        }
+        torch.save(state, Path(path))
+
+    @classmethod
+    def load(cls, path: str | Path, device: str | None = None):
+        """Load a model written by `save` (the class must match the saved one)."""
+        state = torch.load(Path(path), map_location="cpu", weights_only=False)
+        if state.get("class") != cls.__name__:
+            raise ValueError(f"{path} holds a {state.get('class')}, not a {cls.__name__}; use {state.get('class')}.load")
+        params = dict(state["params"])
+        params.update(state.get("extra", {}))
+        if device is not None:
+            params["device"] = device
+        model = cls(**params)
+        model.times_ = np.asarray(state["times"])
+        model.masses_per_cell_ = np.asarray(state["masses_per_cell"])
+        model.n_features_in_ = int(state["n_features_in"])
+        model.n_cells_ = list(state["n_cells"])
+        model.loss_history_ = list(state["loss_history"])
+        model._build_nets(model.n_features_in_)
+        for name, net in (("velocity", model.velocity_net_), ("score", model.score_net_), ("growth", model.growth_net_)):
+            if net is not None:
+                net.load_state_dict(state["nets"][name])
+        return model
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items() if k not in ("progress",))
+        return f"{type(self).__name__}({args})"
+
+
+def _check_t_eval(t_eval, t0) -> np.ndarray:
+    if np.ndim(t_eval) == 0 and not isinstance(t_eval, (str, bytes)) and t_eval is not None:
+        raise ValueError(f"t_eval must be a sequence of recording times, got the scalar {t_eval!r}; to simulate "
+                         f"up to it pass t_eval=[t_start, {t_eval!r}] (or t_eval=[{t_eval!r}] with t0=t_start)")
+    t_arr = check_array(t_eval, "t_eval", ndim=1)
+    if len(t_arr) == 1 and t0 is None:
+        raise ValueError(f"t_eval={t_arr.tolist()} without t0 starts and ends at {t_arr[0]:g}, i.e. returns x0 "
+                         "unchanged; pass t0 (the time of x0) or t_eval=[t_start, ...]")
+    return t_arr
+class UnbalancedSchrodingerBridge(FittedDynamics):
     """Unbalanced Schrodinger bridge with birth-death jumps, fitted simulation-free to snapshots.
 
     Args:
@@ -202,8 +408,8 @@ class UnbalancedSchrodingerBridge:
     ):
         self.sigma = sigma
         self.reg_m = reg_m
-        self.reference_rates = tuple(reference_rates)
-        self.hidden = tuple(int(h) for h in hidden)
+        self.reference_rates = reference_rates
+        self.hidden = hidden
         self.n_iter = n_iter
         self.batch_size = batch_size
         self.lr = lr
@@ -227,34 +433,37 @@ class UnbalancedSchrodingerBridge:
             "max_plan_cells", "progress")}
 
     def _validate_params(self) -> None:
-        if not isinstance(self.sigma, (int, float)) or not math.isfinite(self.sigma):
-            raise ValueError(f"sigma must be a finite float, got {self.sigma!r}")
-        if self.sigma <= 0 and (self._bridge or self._learn_score):
-            raise ValueError(f"sigma must be > 0, got {self.sigma}")
-        if self.sigma < 0:
-            raise ValueError(f"sigma must be >= 0, got {self.sigma}")
-        if not isinstance(self.reg_m, (int, float)) or not self.reg_m > 0:
-            raise ValueError(f"reg_m must be > 0, got {self.reg_m!r}")
-        if len(self.reference_rates) != 2 or any((not math.isfinite(float(q))) or q < 0 for q in self.reference_rates):
-            raise ValueError(f"reference_rates must be two finite rates >= 0 (q_b, q_d), got {self.reference_rates}")
-        if self.energy_weight < 0:
-            raise ValueError(f"energy_weight must be >= 0, got {self.energy_weight}")
+        """Check every hyper-parameter (ValueError/TypeError naming it) and normalise sizes to ints; called by
+        __init__, fit and simulate, so attributes changed after construction are checked too."""
+        needs_sigma = self._bridge or self._learn_score
+        self.sigma = check_float(self.sigma, "sigma", min=0.0, min_open=needs_sigma)
+        self.reg_m = check_float(self.reg_m, "reg_m", min=0.0, min_open=True)
+        rr = check_array(self.reference_rates, "reference_rates", shape=(2,))
+        if (rr < 0).any():
+            raise ValueError(f"reference_rates must be two finite rates >= 0 (q_b, q_d), got {tuple(rr)}")
+        self.reference_rates = (float(rr[0]), float(rr[1]))
+        self.energy_weight = check_float(self.energy_weight, "energy_weight", min=0.0)
         if self.energy_weight > 0 and min(self.reference_rates) <= 0:
             raise ValueError("energy_weight > 0 needs positive reference_rates (q_b, q_d): Psi is infinite otherwise")
-        if self.growth_weight < 0:
-            raise ValueError(f"growth_weight must be >= 0, got {self.growth_weight}")
-        for name in ("n_iter", "batch_size", "sinkhorn_iter", "max_plan_cells"):
-            v = getattr(self, name)
-            if not isinstance(v, (int, np.integer)) or v < (0 if name == "n_iter" else 1):
-                raise ValueError(f"{name} must be a positive int, got {v!r}")
-        if not self.lr > 0:
-            raise ValueError(f"lr must be > 0, got {self.lr}")
-        if not 0 < self.tau_min < 0.5:
-            raise ValueError(f"tau_min must be in (0, 0.5), got {self.tau_min}")
-        if self.interval_sampling not in ("uniform", "length"):
-            raise ValueError(f"interval_sampling must be 'uniform' or 'length', got {self.interval_sampling!r}")
-        if not self.hidden or any(h < 1 for h in self.hidden):
-            raise ValueError(f"hidden must be a non-empty sequence of positive widths, got {self.hidden}")
+        self.growth_weight = check_float(self.growth_weight, "growth_weight", min=0.0)
+        self.n_iter = check_int(self.n_iter, "n_iter", min=0)
+        for name in ("batch_size", "sinkhorn_iter", "max_plan_cells"):
+            setattr(self, name, check_int(getattr(self, name), name, min=1))
+        self.lr = check_float(self.lr, "lr", min=0.0, min_open=True)
+        self.tau_min = check_float(self.tau_min, "tau_min", min=0.0, max=0.5, min_open=True, max_open=True)
+        check_choice(self.interval_sampling, "interval_sampling", ("uniform", "length"))
+        check_choice(self.activation, "activation", ACTIVATIONS)
+        self.hidden = _check_hidden(self.hidden)
+        self.seed = check_seed(self.seed, "seed")
+        check_device(self.device)
+        if not isinstance(self.progress, (bool, np.bool_)):
+            raise TypeError(f"progress must be True or False, got {self.progress!r}")
+
+    def _sim_sigma(self, mode: str) -> float:
+        return self.sigma if (mode != "ode" and self._bridge) else 0.0
+
+    def _default_dt(self) -> float:
+        return float(np.min(np.diff(self.times_))) / 50.0
 
     # ----------------------------------------------------------------------------- fitting
     def _plan(self, x0: np.ndarray, x1: np.ndarray, m0: float, m1: float, dt: float) -> tuple[np.ndarray, np.ndarray]:
@@ -303,9 +512,7 @@ class UnbalancedSchrodingerBridge:
             self. Sets times_, n_features_in_, plans_, growth_targets_, loss_history_, train_time_s_.
         """
         self._validate_params()
-        if not isinstance(snapshots, (list, tuple, np.ndarray)) and hasattr(snapshots, "obs"):
-            snapshots, times = snapshots_from_anndata(snapshots, time_key, basis, times)
-        snaps, times, m = check_snapshots(snapshots, times, masses)
+        snaps, times, m = _read_snapshots(snapshots, times, masses, time_key, basis)
         rng = np.random.default_rng(self.seed)
         torch.manual_seed(self.seed)
         gen = torch.Generator(device="cpu")
@@ -381,11 +588,6 @@ class UnbalancedSchrodingerBridge:
     def _nets(self) -> list[nn.Module]:
         return [n for n in (self.velocity_net_, self.score_net_, self.growth_net_) if n is not None]
 
-    def _tnorm(self, t: torch.Tensor | float, n: int, dev) -> torch.Tensor:
-        span = float(self.times_[-1] - self.times_[0])
-        tt = torch.as_tensor(t, dtype=torch.float32, device=dev)
-        return ((tt - float(self.times_[0])) / span).reshape(-1, 1).expand(n, 1)
-
     def _loss(self, x0, x1, tau, dt, tk, logr, gen) -> torch.Tensor:
         """Spec 2.2 step 4 on one minibatch of coupled pairs."""
         dev = x0.device
@@ -413,145 +615,3 @@ class UnbalancedSchrodingerBridge:
             if self.energy_weight > 0:
                 loss = loss + self.energy_weight * growth_penalty(g, *self.reference_rates).mean()
         return loss
-
-    # ----------------------------------------------------------------------------- fitted fields
-    def _check_fitted(self) -> None:
-        if not hasattr(self, "velocity_net_"):
-            raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit(snapshots, times) first")
-
-    def _points(self, x) -> torch.Tensor:
-        self._check_fitted()
-        dev = torch.device(self.device)
-        xt = x if isinstance(x, torch.Tensor) else torch.as_tensor(np.asarray(x, dtype=np.float32))
-        xt = xt.to(device=dev, dtype=torch.float32)
-        if xt.ndim != 2 or xt.shape[1] != self.n_features_in_:
-            raise ValueError(f"x must have shape (n, {self.n_features_in_}), got {tuple(xt.shape)}")
-        return xt
-
-    def _field(self, net: nn.Module | None, x: torch.Tensor, t: float, chunk: int = 65536) -> torch.Tensor:
-        out_dim = self.n_features_in_ if net is not self.growth_net_ else 1
-        if net is None:
-            return torch.zeros(len(x), out_dim, device=x.device, dtype=x.dtype)
-        outs = []
-        for s in range(0, max(len(x), 1), chunk):
-            xc = x[s:s + chunk].to(torch.float32)
-            outs.append(net(xc, self._tnorm(t, len(xc), xc.device)).to(x.dtype))
-        return torch.cat(outs) if outs else torch.zeros(0, out_dim, device=x.device, dtype=x.dtype)
-
-    def _velocity_t(self, x: torch.Tensor, t: float) -> torch.Tensor:
-        return self._field(self.velocity_net_, x, t)
-
-    def _score_t(self, x: torch.Tensor, t: float) -> torch.Tensor:
-        return self._field(self.score_net_, x, t)
-
-    def _drift_t(self, x: torch.Tensor, t: float) -> torch.Tensor:
-        f = self._velocity_t(x, t)
-        if self.score_net_ is not None:
-            f = f + 0.5 * self.sigma**2 * self._score_t(x, t)
-        return f
-
-    def _growth_t(self, x: torch.Tensor, t: float) -> torch.Tensor:
-        if self.growth_net_ is None:
-            return torch.zeros(len(x), device=x.device, dtype=x.dtype)
-        return self._field(self.growth_net_, x, t).squeeze(1)
-
-    def _rates_t(self, x: torch.Tensor, t: float) -> tuple[torch.Tensor, torch.Tensor]:
-        return split_birth_death(self._growth_t(x, t), *self.reference_rates)
-
-    def _np(self, fn, x, t) -> np.ndarray:
-        with torch.no_grad():
-            return fn(self._points(x), float(t)).cpu().numpy().astype(np.float64)
-
-    def velocity(self, x, t: float) -> np.ndarray:
-        """Probability-flow velocity v(x, t), (n, d)."""
-        return self._np(self._velocity_t, x, t)
-
-    def score(self, x, t: float) -> np.ndarray:
-        """Score s(x, t) ~ grad log rho_t, (n, d) (zeros for models without a score head)."""
-        return self._np(self._score_t, x, t)
-
-    def drift(self, x, t: float) -> np.ndarray:
-        """SDE drift f = v + (sigma^2/2) s, (n, d)."""
-        return self._np(self._drift_t, x, t)
-
-    def growth(self, x, t: float) -> np.ndarray:
-        """Net growth rate g = beta - delta per unit time, (n,) (zeros for models without growth)."""
-        return self._np(self._growth_t, x, t)
-
-    def birth_death_rates(self, x, t: float) -> tuple[np.ndarray, np.ndarray]:
-        """(beta, delta), each (n,): division and death rates per unit time, beta delta = q_b q_d."""
-        g = self.growth(x, t)
-        return split_birth_death(g, *self.reference_rates)
-
-    # ----------------------------------------------------------------------------- simulation
-    def simulate(self, x0, t_eval: Sequence[float], mode: str | None = None, dt: float | None = None,
-                 seed: int = 0, max_particles: int = 200_000, *, t0: float | None = None,
-                 weights0=None, record_events: bool = True, progress: bool = False) -> SimulationResult:
-        """Simulate the learned dynamics from cells `x0` (n0, d) and record them at `t_eval`.
-
-        Args:
-            mode: "discrete" (divisions/deaths of individual cells, lineage ids and event log; USB default),
-                "weighted" (SDE particles with weights w <- w exp(g dt)) or "ode" (probability-flow ODE
-                dx = v dt with weights).
-            dt: Euler step (default: shortest training interval / 50).
-            seed: simulation seed; max_particles: guard against exponential growth (ValueError).
-            t0: start time (default t_eval[0]).
-        Returns:
-            SimulationResult (positions, weights or None, lineage, cell ids, events).
-        """
-        self._check_fitted()
-        mode = self._default_mode if mode is None else mode
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-        x0t = self._points(x0)
-        dt = float(np.min(np.diff(self.times_))) / 50.0 if dt is None else float(dt)
-        drift = self._velocity_t if mode == "ode" else self._drift_t
-        sigma = self.sigma if (mode != "ode" and self._bridge) else 0.0
-        return simulate_population(
-            x0t, t_eval, drift, sigma, rates=self._rates_t, growth=self._growth_t, mode=mode, t0=t0, dt=dt,
-            seed=seed, weights0=weights0, max_particles=max_particles, record_events=record_events,
-            device=self.device, progress=progress)
-
-    # ----------------------------------------------------------------------------- persistence
-    def save(self, path: str | Path) -> None:
-        """Save hyper-parameters, fitted networks and fit metadata (torch.save)."""
-        self._check_fitted()
-        state = {
-            "class": type(self).__name__,
-            "params": self.get_params(),
-            "extra": self._extra_params(),
-            "nets": {name: (net.state_dict() if net is not None else None) for name, net in
-                     (("velocity", self.velocity_net_), ("score", self.score_net_), ("growth", self.growth_net_))},
-            "times": self.times_, "masses_per_cell": self.masses_per_cell_, "n_features_in": self.n_features_in_,
-            "n_cells": self.n_cells_, "loss_history": self.loss_history_,
-        }
-        torch.save(state, Path(path))
-
-    def _extra_params(self) -> dict[str, Any]:
-        return {}
-
-    @classmethod
-    def load(cls, path: str | Path, device: str | None = None) -> UnbalancedSchrodingerBridge:
-        """Load a model written by `save` (the class must match the saved one)."""
-        state = torch.load(Path(path), map_location="cpu", weights_only=False)
-        if state.get("class") != cls.__name__:
-            raise ValueError(f"{path} holds a {state.get('class')}, not a {cls.__name__}; use {state.get('class')}.load")
-        params = dict(state["params"])
-        params.update(state.get("extra", {}))
-        if device is not None:
-            params["device"] = device
-        model = cls(**params)
-        model.times_ = np.asarray(state["times"])
-        model.masses_per_cell_ = np.asarray(state["masses_per_cell"])
-        model.n_features_in_ = int(state["n_features_in"])
-        model.n_cells_ = list(state["n_cells"])
-        model.loss_history_ = list(state["loss_history"])
-        model._build_nets(model.n_features_in_)
-        for name, net in (("velocity", model.velocity_net_), ("score", model.score_net_), ("growth", model.growth_net_)):
-            if net is not None:
-                net.load_state_dict(state["nets"][name])
-        return model
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items() if k not in ("progress",))
-        return f"{type(self).__name__}({args})"

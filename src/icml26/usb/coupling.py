@@ -30,6 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from icml26.common.validation import check_array, check_float, check_int, check_tensor
+
 __all__ = [
     "UOTPlan",
     "semi_relaxed_uot",
@@ -53,10 +55,8 @@ def _ot():
 
 
 def _as_points(x, name: str) -> np.ndarray:
-    if isinstance(x, torch.Tensor):
-        x = x.detach().cpu().numpy()
-    x = np.asarray(x, dtype=np.float64)
-    if x.ndim != 2 or x.shape[0] == 0:
+    x = check_array(x, name, ndim=2, finite=False, min_size=0)
+    if x.shape[0] == 0 or x.shape[1] == 0:
         raise ValueError(f"{name} must be a non-empty 2-D array (n_cells, n_dims), got shape {x.shape}")
     if not np.isfinite(x).all():
         raise ValueError(f"{name} contains NaN or inf")
@@ -69,6 +69,11 @@ def squared_distances(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     y = np.asarray(y, dtype=np.float64)
     c = (x * x).sum(1)[:, None] + (y * y).sum(1)[None, :] - 2.0 * x @ y.T
     return np.maximum(c, 0.0)
+
+
+def _same_dim(x0: np.ndarray, x1: np.ndarray) -> None:
+    if x0.shape[1] != x1.shape[1]:
+        raise ValueError(f"x0 and x1 must have the same number of dimensions, got {x0.shape[1]} and {x1.shape[1]}")
 
 
 def _normalise_cost(c: np.ndarray, eps: float) -> tuple[np.ndarray, float, float]:
@@ -104,15 +109,13 @@ class UOTPlan:
     cost_scale: float = 1.0
 
 
-def _check_eps_regm(eps: float, reg_m: float) -> None:
-    if not (isinstance(eps, (int, float)) and math.isfinite(eps) and eps > 0):
-        raise ValueError(f"eps must be a positive finite float, got {eps!r}")
-    if not (isinstance(reg_m, (int, float)) and reg_m > 0):
-        raise ValueError(f"reg_m must be > 0, got {reg_m!r}")
+def _check_eps_regm(eps: float, reg_m: float) -> tuple[float, float]:
+    return (check_float(eps, "eps", min=0.0, min_open=True),
+            check_float(reg_m, "reg_m", min=0.0, min_open=True, allow_inf=False))
 
 
 def _masses(m, n: int, name: str) -> np.ndarray:
-    m_arr = np.asarray(m, dtype=np.float64)
+    m_arr = check_array(m, name, finite=False)
     if m_arr.ndim == 0:
         m_arr = np.full(n, float(m_arr))
     if m_arr.shape != (n,):
@@ -151,9 +154,10 @@ def semi_relaxed_uot(
     x1 = _as_points(x1, "x1")
     if x0.shape[1] != x1.shape[1]:
         raise ValueError(f"x0 and x1 must have the same number of dimensions, got {x0.shape[1]} and {x1.shape[1]}")
-    _check_eps_regm(eps, reg_m)
-    if not dt > 0:
-        raise ValueError(f"dt must be > 0, got {dt}")
+    eps, reg_m = _check_eps_regm(eps, reg_m)
+    dt = check_float(dt, "dt", min=0.0, min_open=True)
+    num_iter = check_int(num_iter, "num_iter", min=1)
+    stop_thr = check_float(stop_thr, "stop_thr", min=0.0)
     a = _masses(m0, len(x0), "m0")
     b = _masses(m1, len(x1), "m1")
     c, eps_n, scale = _normalise_cost(squared_distances(x0, x1), float(eps))
@@ -202,6 +206,10 @@ def balanced_plan(x0, x1, eps: float | None = None, *, num_iter: int = 5000) -> 
     ot = _ot()
     x0 = _as_points(x0, "x0")
     x1 = _as_points(x1, "x1")
+    _same_dim(x0, x1)
+    if eps is not None:
+        eps = check_float(eps, "eps", min=0.0)
+    num_iter = check_int(num_iter, "num_iter", min=1)
     a = np.full(len(x0), 1.0 / len(x0))
     b = np.full(len(x1), 1.0 / len(x1))
     c = squared_distances(x0, x1)
@@ -221,11 +229,13 @@ def unbalanced_plan(x0, x1, eps: float = 0.05, reg_m: float = 1.0, *, num_iter: 
     ot = _ot()
     x0 = _as_points(x0, "x0")
     x1 = _as_points(x1, "x1")
-    _check_eps_regm(eps, reg_m)
+    _same_dim(x0, x1)
+    eps, reg_m = _check_eps_regm(eps, reg_m)
+    num_iter = check_int(num_iter, "num_iter", min=1)
     a = np.full(len(x0), 1.0 / len(x0))
     b = np.full(len(x1), 1.0 / len(x1))
     c = squared_distances(x0, x1)
-    c = c / c.max()
+    c = c / c.max() if c.max() > 0 else c
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         plan = ot.unbalanced.sinkhorn_knopp_unbalanced(a, b, c, reg=eps, reg_m=reg_m, numItermax=num_iter)
@@ -242,9 +252,10 @@ def tune_reg_m(x0, x1, eps: float, grid=(0.1, 0.3, 1.0, 3.0, 10.0), m0=1.0, m1=1
     the opposite; the elbow is the grid point farthest from the chord joining the two ends of the
     (normalised) curve. Returns (best reg_m, table of dicts with reg_m, cost, kl).
     """
-    grid = sorted(float(g) for g in grid)
-    if len(grid) < 3:
-        raise ValueError(f"grid needs at least 3 values, got {grid}")
+    g = check_array(grid, "grid", ndim=1)
+    if g.size < 3 or (g <= 0).any() or len(np.unique(g)) != g.size:
+        raise ValueError(f"grid needs at least 3 distinct values > 0, got {list(grid)}")
+    grid = sorted(float(v) for v in g)
     x0 = _as_points(x0, "x0")
     x1 = _as_points(x1, "x1")
     c = squared_distances(x0, x1)
@@ -280,8 +291,7 @@ def bridge_sample(
     Returns:
         (x_tau, mu, eps): (B, d) sample, bridge mean, and the standard normal noise used.
     """
-    tau = tau.reshape(-1, 1)
-    dt_t = torch.as_tensor(dt, dtype=x0.dtype, device=x0.device).reshape(-1, 1)
+    x0, x1, tau, dt_t, sigma = _check_bridge(x0, x1, tau, sigma, dt)
     mu = (1.0 - tau) * x0 + tau * x1
     noise_device = generator.device if generator is not None else x0.device
     eps = torch.randn(x0.shape, generator=generator, dtype=x0.dtype, device=noise_device).to(x0.device)
@@ -303,8 +313,8 @@ def bridge_targets(
     s = -(x_tau - mu) / (sigma^2 dt tau (1 - tau))   (requires sigma > 0; returned as zeros when sigma == 0).
     Returns (u, s), each (B, d).
     """
-    tau = tau.reshape(-1, 1)
-    dt_t = torch.as_tensor(dt, dtype=x0.dtype, device=x0.device).reshape(-1, 1)
+    x0, x1, tau, dt_t, sigma = _check_bridge(x0, x1, tau, sigma, dt)
+    x_tau = check_tensor(x_tau, "x_tau", shape=tuple(x0.shape))
     mu = (1.0 - tau) * x0 + tau * x1
     dev = x_tau - mu
     u = (x1 - x0) / dt_t + (1.0 - 2.0 * tau) / (2.0 * tau * (1.0 - tau) * dt_t) * dev
@@ -313,3 +323,18 @@ def bridge_targets(
     else:
         s = torch.zeros_like(dev)
     return u, s
+
+
+def _check_bridge(x0, x1, tau, sigma, dt):
+    """Shapes and ranges of the bridge arguments: x0, x1 (B, d) finite, tau (B,) in (0, 1), sigma >= 0,
+    dt > 0 (float or (B,)). Returns (x0, x1, tau (B, 1), dt (B or 1, 1), sigma)."""
+    x0 = check_tensor(x0, "x0", ndim=2)
+    x1 = check_tensor(x1, "x1", shape=tuple(x0.shape), dtype=x0.dtype)
+    tau = check_tensor(tau, "tau", ndim=(0, 1), dtype=x0.dtype).reshape(-1)
+    if tau.numel() not in (1, len(x0)) or bool(((tau <= 0) | (tau >= 1)).any()):
+        raise ValueError(f"tau must hold {len(x0)} fractions strictly inside (0, 1), got shape {tuple(tau.shape)}")
+    sigma = check_float(sigma, "sigma", min=0.0)
+    dt_t = check_tensor(dt, "dt", ndim=(0, 1), dtype=x0.dtype).to(x0.device).reshape(-1, 1)
+    if dt_t.numel() not in (1, len(x0)) or bool((dt_t <= 0).any()):
+        raise ValueError(f"dt must be > 0 (a float or {len(x0)} values), got shape {tuple(dt_t.shape)}")
+    return x0, x1, tau.to(x0.device).reshape(-1, 1), dt_t, sigma

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from icml26.common.validation import check_array, check_float, check_int, check_seed
 from icml26.usb.simulate import SimulationResult, simulate_population
 
 __all__ = ["BranchingData", "simulate_branching", "true_drift", "true_rates", "true_growth", "embed_highdim"]
@@ -75,11 +76,12 @@ def simulate_branching(
         sigma: diffusion; dt: Euler step; seed: RNG seed (initial cells and dynamics).
         x0: optional (n0, 2) initial cells (for replicate simulations from the same X_0).
     """
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed(seed, "seed"))
+    init_std = check_float(init_std, "init_std", min=0.0)
     if x0 is None:
-        if n0 < 1:
-            raise ValueError(f"n0 must be >= 1, got {n0}")
-        x0 = rng.normal(0.0, init_std, size=(n0, 2))
+        x0 = rng.normal(0.0, init_std, size=(check_int(n0, "n0", min=1), 2))
+    else:
+        x0 = check_array(x0, "x0", shape=(None, 2))
     sim = simulate_population(x0, times, true_drift, sigma, rates=true_rates, mode="discrete", dt=dt,
                               seed=int(rng.integers(2**31)), max_particles=max_particles, dtype=torch.float64)
     return BranchingData(snapshots=sim.positions, times=np.asarray(times, dtype=float), lineage=sim.lineage,
@@ -91,9 +93,9 @@ def embed_highdim(snapshots: list[np.ndarray], dim: int = 20, noise: float = 0.0
     """Embed 2-D snapshots in `dim` dimensions with a fixed random orthonormal map plus N(0, noise^2) in
     the extra dimensions (spec section 6, optional variant). Returns (embedded snapshots, (dim, dim) basis Q;
     the first two columns of Q span the signal)."""
-    if dim < 2:
-        raise ValueError(f"dim must be >= 2, got {dim}")
-    rng = np.random.default_rng(seed)
+    dim = check_int(dim, "dim", min=2)
+    noise = check_float(noise, "noise", min=0.0)
+    rng = np.random.default_rng(check_seed(seed, "seed"))
     q, _ = np.linalg.qr(rng.normal(size=(dim, dim)))
     out = []
     for s in snapshots:

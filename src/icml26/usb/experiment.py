@@ -116,7 +116,7 @@ def _job_loo(method: str, seed: int, cfg: dict) -> dict:
         wts = None if sim.weights is None else sim.weights[-1]
         sim_cells += len(x)
         w1s.append(wasserstein(x, snaps[h], wx=wts) if len(x) else float("nan"))
-        masses.append(sim.mass()[-1] * model.masses_per_cell_[0])
+        masses.append(sim.mass()[-1])  # cells (no masses are passed here, so one particle = one sampled cell)
         if s == 0:
             pos0 = (x, wts)
     pred = float(np.mean(masses))
@@ -135,8 +135,6 @@ def _job_loo(method: str, seed: int, cfg: dict) -> dict:
 
 def _job_full(method: str, seed: int, cfg: dict) -> dict:
     """Protocol (b): all times; false transitions from X_2, growth map, count variance from X_0."""
-    from icml26.usb.data import true_growth
-
     seed_everything(seed)
     _, snaps, q = _data(cfg, seed)
     times = np.asarray(cfg["times"])
@@ -154,10 +152,7 @@ def _job_full(method: str, seed: int, cfg: dict) -> dict:
     out = {"method": method, "seed": seed,
            "ft": false_transition_rate(np.concatenate(anc), np.concatenate(fin), from_label=0, to_label=1)}
     if method == "USB":
-        xs = np.vstack([snaps[1], snaps[2]])
-        g = np.concatenate([model.growth(snaps[1], times[1]), model.growth(snaps[2], times[2])])
-        g_true = true_growth(xs if q is None else (xs @ q)[:, :2])
-        out["growth_r"] = float(np.corrcoef(g, g_true)[0, 1])
+        out.update(growth_correlations(model, snaps, times, q))
         counts = []
         sims = []
         for s in range(cfg["n_var_sims"]):
@@ -183,6 +178,28 @@ def _job_full(method: str, seed: int, cfg: dict) -> dict:
         sim = model.simulate(snaps[0], times, mode=_mode(method), seed=seed)
         out["sim_positions"] = sim.positions
     return out
+
+
+def growth_correlations(model, snaps: list[np.ndarray], times: np.ndarray, q) -> dict[str, float]:
+    """Pearson r with the true beta - delta at the observed cells of t_1 and t_2 (together and per time) of
+    (a) the learned growth map g_psi(x, t_k) and (b) the coupling's own growth targets log(r_i)/Delta_k of
+    those cells (interval k -> k+1), which are what g_psi is regressed on; and r between (a) and (b)."""
+    from icml26.usb.data import true_growth
+
+    def r(a, b):
+        return float(np.corrcoef(a, b)[0, 1])
+
+    learned, target, truth = {}, {}, {}
+    for k in (1, 2):
+        xs = snaps[k]
+        learned[k] = model.growth(xs, times[k])
+        target[k] = np.asarray(model.growth_targets_[k])
+        truth[k] = true_growth(xs if q is None else (xs @ q)[:, :2])
+    cat = lambda d: np.concatenate([d[1], d[2]])  # noqa: E731
+    return {"growth_r": r(cat(learned), cat(truth)), "growth_r_t1": r(learned[1], truth[1]),
+            "growth_r_t2": r(learned[2], truth[2]), "target_r": r(cat(target), cat(truth)),
+            "target_r_t1": r(target[1], truth[1]), "target_r_t2": r(target[2], truth[2]),
+            "learned_vs_target_r": r(cat(learned), cat(target))}
 
 
 def _job_truth(seed: int, cfg: dict) -> dict:
@@ -221,8 +238,93 @@ def _ms(vals) -> tuple[float, float]:
     return float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else 0.0
 
 
+CONFIG_HELP: dict[str, str] = {
+    "seed": "first data/training seed (seeds seed..seed+n_seeds-1), int >= 0",
+    "n_seeds": "data/training seeds, int >= 1",
+    "sigma": "diffusion of USB and SF2M in data units (> 0); the coupling's entropic scale is 2 sigma^2 Delta",
+    "reg_m": "KL weight of the relaxed source marginal of USB's coupling (> 0)",
+    "hidden": "MLP widths of every network, list of ints >= 1",
+    "batch_size": "pairs per training iteration (int >= 1)",
+    "lr": "Adam learning rate (> 0)",
+    "n0": "initial cells of the simulated data (int >= 2)",
+    "times": "observation times of the simulated data, >= 3 strictly increasing floats",
+    "holdout": "index of the held-out time for protocol (a): an inner index 1..len(times)-2",
+    "ft_methods": "methods trained on all times for false transitions; must include USB and SF2M",
+    "workers": "parallel processes (int >= 0; 0 = all cores)",
+    "highdim_dim": "embed the 2-D data in this many dimensions (0 = off, else int >= 3)",
+    "h5ad": "paper scale: path of a user AnnData time course ('' = simulated data)",
+    "time_key": "AnnData obs column with the numeric time",
+    "basis": "AnnData obsm key of the embedding (e.g. X_pca)",
+    "device": "torch device ('cpu', 'cuda', 'cuda:1')",
+    "max_plan_cells": "full OT plans up to this many cells per snapshot, chunks above (int >= 1)",
+    "tigon": "run the TIGON-like baseline (first seed, protocol (a)); bool",
+    "n_iter": "training iterations of the simulation-free models (int >= 1)",
+    "n_sims": "USB discrete simulations per held-out prediction (int >= 1)",
+    "n_var_sims": "simulations from X_0 for the count spread, USB and ground truth (int >= 2)",
+    "n_ft_sims": "simulations from X_2 for the false-transition rate (int >= 1)",
+    "tigon_iter": "training iterations of TIGON-like (int >= 1)",
+    "tigon_particles": "weighted particles of TIGON-like (int >= 1)",
+    "tigon_steps": "Euler steps per unit time of TIGON-like (int >= 1)",
+}
+
+EXPECTED_RUNTIME_S = {"smoke": 10, "small": 120, "paper": 6 * 3600}
+
+
+def validate_config(config: dict) -> None:
+    """Check a config before any compute: ValueError/TypeError naming the bad key."""
+    from pathlib import Path
+
+    from icml26.common.validation import check_array, check_bool, check_float, check_int, check_seed, require_keys
+    from icml26.usb.bridge import _check_hidden, check_device
+
+    require_keys(config, CONFIG_HELP)
+    unknown = sorted(set(config) - set(CONFIG_HELP) - {"scale"})
+    if unknown:
+        raise ValueError(f"config has unknown key(s) {unknown}; known: {sorted(CONFIG_HELP)}")
+    c = config
+    if "scale" in c and c["scale"] not in ("smoke", "small", "paper"):
+        raise ValueError(f"config['scale'] must be smoke, small or paper, got {c['scale']!r}")
+    check_seed(c["seed"], "config['seed']")
+    check_int(c["n_seeds"], "config['n_seeds']", min=1)
+    check_float(c["sigma"], "config['sigma']", min=0.0, min_open=True)
+    check_float(c["reg_m"], "config['reg_m']", min=0.0, min_open=True)
+    try:
+        _check_hidden(c["hidden"])
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"config['hidden']: {e}") from None
+    check_int(c["batch_size"], "config['batch_size']", min=1)
+    check_float(c["lr"], "config['lr']", min=0.0, min_open=True)
+    check_int(c["n0"], "config['n0']", min=2)
+    t = check_array(c["times"], "config['times']", ndim=1)
+    if t.size < 3 or np.any(np.diff(t) <= 0):
+        raise ValueError(f"config['times'] must be >= 3 strictly increasing times, got {c['times']!r}")
+    check_int(c["holdout"], "config['holdout']", min=1, max=t.size - 2)
+    fm = c["ft_methods"]
+    if not isinstance(fm, (list, tuple)) or not {"USB", "SF2M"} <= set(fm) or not set(fm) <= set(FLOW_METHODS):
+        raise ValueError(f"config['ft_methods'] must include USB and SF2M, drawn from {list(FLOW_METHODS)}; got {fm!r}")
+    check_int(c["workers"], "config['workers']", min=0)
+    hd = check_int(c["highdim_dim"], "config['highdim_dim']", min=0)
+    if hd in (1, 2):
+        raise ValueError(f"config['highdim_dim'] must be 0 (off) or >= 3, got {hd}")
+    for key in ("h5ad", "time_key", "basis"):
+        if not isinstance(c[key], str):
+            raise TypeError(f"config['{key}'] must be a string, got {c[key]!r}")
+    if c["h5ad"] and not Path(c["h5ad"]).is_file():
+        raise ValueError(f"config['h5ad'] is not a file: {c['h5ad']!r}")
+    try:
+        check_device(c["device"])
+    except ValueError as e:
+        raise ValueError(f"config['device']: {e}") from None
+    check_int(c["max_plan_cells"], "config['max_plan_cells']", min=1)
+    check_bool(c["tigon"], "config['tigon']")
+    for key in ("n_iter", "n_sims", "n_ft_sims", "tigon_iter", "tigon_particles", "tigon_steps"):
+        check_int(c[key], f"config['{key}']", min=1)
+    check_int(c["n_var_sims"], "config['n_var_sims']", min=2)
+
+
 def run(config: dict) -> Result:
     """Run the reproduction described in the module docstring; returns a Result with claims C1-C4."""
+    validate_config(config)
     cfg = dict(config)
     cfg.setdefault("scale", "small")
     if cfg.get("h5ad"):
@@ -260,7 +362,9 @@ def run(config: dict) -> Result:
             "ft": [o["ft"] for o in full] if full else None}
     usb_full = pick("full", "USB")
     truth = pick("truth")
-    metrics["table"]["USB"]["growth_r"] = _ms([o["growth_r"] for o in usb_full])
+    for key in ("growth_r", "growth_r_t1", "growth_r_t2", "target_r", "target_r_t1", "target_r_t2",
+                "learned_vs_target_r"):
+        metrics["table"]["USB"][key] = _ms([o[key] for o in usb_full])
     metrics["table"]["USB"]["count_std_t3"] = _ms([o["count_std_t3"] for o in usb_full])
     metrics["table"]["truth"] = {"count_std_t3": _ms([o["count_std_t3"] for o in truth]),
                                  "ft": _ms([o["ft"] for o in truth])}
@@ -283,60 +387,157 @@ def run(config: dict) -> Result:
     return result
 
 
-def _claims(cfg, metrics, pick, seeds) -> list[Claim]:
-    tab = metrics["table"]
-    w1 = {m: tab[m]["w1"][0] for m in tab if "w1" in tab[m]}
-    best_bal = min(w1[m] for m in BALANCED)
-    claims = []
-    held = w1["USB"] <= 1.25 * best_bal
-    measured = {"W1_USB": w1["USB"], **{f"W1_{m}": w1[m] for m in BALANCED}}
-    details = "per-seed W1: " + "; ".join(f"{m}={np.round(metrics['per_seed'][m]['w1'], 4).tolist()}" for m in w1)
-    if cfg["tigon"]:
-        usb0 = pick("loo", "USB")[0]["w1"]
-        tig0 = pick("loo", "TIGON")[0]["w1"]
+PAPER = {
+    "C1": "no number accessible (abstract only): trajectory reconstruction 'better than or comparable to' "
+          "deterministic baselines on simulated and real data",
+    "C2": "no number accessible (abstract only): models cell proliferation and death, so population size "
+          "changes are reconstructed (mass-conserving baselines cannot)",
+    "C3": "no number accessible (abstract only): discrete birth-death dynamics instead of continuous mass; "
+          "shrinking branches explained by death, not by cells crossing fates",
+    "C4": "no number accessible (abstract only): USB is the only method giving realistic discrete birth-death "
+          "simulations at single-cell resolution",
+    "C4g": "no number accessible; the growth map is the paper's qualitative output (spec section 3)",
+}
+
+
+def _fmt_list(v) -> str:
+    return "[" + ", ".join(f"{x:.4g}" for x in v) + "]"
+
+
+def seed_decision(values, threshold: float, label: str) -> str:
+    """'per-seed values, mean, spread vs margin' sentence for one quantity measured over seeds: it decides
+    at this size only if the seed spread (max - min) is no larger than the margin |mean - threshold|."""
+    v = np.asarray([x for x in values if x is not None and np.isfinite(x)], dtype=float)
+    if v.size < 2:
+        return f"{label}: {_fmt_list(v)} (one seed, no seed spread at this size)"
+    spread, margin = float(v.max() - v.min()), float(abs(v.mean() - threshold))
+    verdict = "decides" if spread <= margin else "cannot decide at this size"
+    return (f"{label}: per-seed {_fmt_list(v)}, mean {v.mean():.4g}, seed spread {spread:.3g} vs margin "
+            f"{margin:.3g} to {threshold:g}: {verdict}")
+
+
+def reconstruction_claim(w1: dict[str, list[float]], tigon: tuple[float, float] | None, n_seeds: int) -> Claim:
+    """C1 from per-seed W1 at the held-out time: w1[method] = per-seed values (USB, SF2M, OTCFM, UOTCFM);
+    tigon = (W1_USB, W1_TIGON) on the first seed, or None."""
+    mean = {m: float(np.mean(v)) for m, v in w1.items()}
+    best_bal = min(mean[m] for m in BALANCED)
+    flow_held = mean["USB"] <= 1.25 * best_bal
+    measured = {"W1_USB": mean["USB"], **{f"W1_{m}": mean[m] for m in BALANCED}}
+    ratios = [w1["USB"][i] / min(w1[m][i] for m in BALANCED) for i in range(len(w1["USB"]))]
+    details = ("Can fail: the flow-baseline part; " + seed_decision(ratios, 1.25, "W1_USB / min balanced W1")
+               + ". Per-seed W1: " + "; ".join(f"{m}={_fmt_list(v)}" for m, v in w1.items()) + ".")
+    held = flow_held
+    if tigon is not None:
+        usb0, tig0 = tigon
+        tig_held = usb0 <= 1.25 * tig0
+        held = flow_held and tig_held
         measured.update({"W1_USB_seed0": usb0, "W1_TIGON_seed0": tig0})
-        held = held and usb0 <= 1.25 * tig0
-        details += f". TIGON-like compared on the first seed only (USB {usb0:.4f} vs TIGON {tig0:.4f})."
-    claims.append(Claim(
+        implied = tig0 >= best_bal
+        details += (f" TIGON part (first seed only, as the spec): USB {usb0:.4f} vs 1.25 x TIGON {1.25 * tig0:.4f} "
+                    f"({'held' if tig_held else 'not held'}); one seed, so no seed spread. It "
+                    + ("never decides the verdict here: TIGON-like's W1 exceeds the best balanced baseline's "
+                       f"({tig0:.4f} >= {best_bal:.4f}), so the flow part implies it up to seed-0 vs seed-mean "
+                       "noise; it is context, not evidence." if implied else
+                       "can decide the verdict here (TIGON-like beats the balanced baselines).")
+                    + f" It {'changes' if flow_held and not tig_held else 'does not change'} this run's verdict.")
+    return Claim(
         id="C1", statement="USB reconstructs held-out snapshots better than or comparably to deterministic baselines.",
-        metric=f"W1 between the population simulated from X_1 and the held-out X_2 (mean over {len(seeds)} seeds)",
-        measured=measured, threshold="W1_USB <= 1.25 x min(W1 of OT-CFM, SF2M, UOT-CFM) and <= 1.25 x W1_TIGON (seed 0)",
-        held=held, gate=True, details=details))
-    ce = {m: tab[m]["count_err"][0] for m in tab if "count_err" in tab[m]}
+        metric=f"W1 between the population simulated from X_1 and the held-out X_2 (mean over {n_seeds} seeds)",
+        measured=measured,
+        threshold="W1_USB <= 1.25 x min(W1 of OT-CFM, SF2M, UOT-CFM) and <= 1.25 x W1_TIGON (seed 0)",
+        held=held, gate=True, details=details, paper=PAPER["C1"])
+
+
+def mass_claim(count_err: dict[str, list[float]], data_growth: list[float]) -> Claim:
+    """C2 from per-seed relative count errors at the held-out time; data_growth = per-seed |N_1 - N_2| / N_2."""
+    ce = {m: float(np.mean(v)) for m, v in count_err.items()}
     held = ce["USB"] <= 0.15 and all(ce[m] >= 0.25 for m in BALANCED)
-    claims.append(Claim(
+    gap = max(max(abs(a - b) for a, b in zip(count_err[m], data_growth)) for m in BALANCED)
+    return Claim(
         id="C2", statement="USB predicts the change in cell number; mass-conserving baselines cannot.",
         metric="relative count error |N_hat_2 - N_2| / N_2 at the held-out time (USB: mean of discrete simulations)",
         measured={f"err_{m}": v for m, v in ce.items()}, threshold="USB <= 0.15 and every balanced baseline >= 0.25",
-        held=held, gate=True,
-        details="per-seed: " + "; ".join(f"{m}={np.round(metrics['per_seed'][m]['count_err'], 4).tolist()}" for m in ce)))
-    ft_u, ft_s = tab["USB"]["ft"][0], tab["SF2M"]["ft"][0]
-    held = ft_u <= 0.15 and ft_s >= 0.40 and ft_u <= 0.5 * ft_s
-    claims.append(Claim(
+        held=held, gate=True, paper=PAPER["C2"],
+        details=(f"Sanity, holds by construction: a balanced baseline keeps the N_1 cells it starts from, so its "
+                 f"error is the data's growth |N_1 - N_2| / N_2 = {_fmt_list(data_growth)} per seed (largest "
+                 f"deviation of a balanced baseline from it {gap:.2g}); the '>= 0.25' part checks the data, not the "
+                 f"methods. Can fail: the USB part; " + seed_decision(count_err["USB"], 0.15, "USB count error")
+                 + ". Per-seed: " + "; ".join(f"{m}={_fmt_list(v)}" for m, v in count_err.items()) + "."))
+
+
+def transition_claim(ft_usb: list[float], ft_sf2m: list[float], ft_truth: list[float]) -> Claim:
+    """C3 from per-seed false-transition rates (fraction of descendants of y<0 cells at t=2 with y>0 at t=3)."""
+    u, s = float(np.nanmean(ft_usb)), float(np.nanmean(ft_sf2m))
+    held = u <= 0.15 and s >= 0.40 and u <= 0.5 * s
+    return Claim(
         id="C3", statement="USB explains shrinking branches by death instead of spurious transitions between fates.",
         metric="false-transition rate: fraction of descendants of y<0 cells at t=2 that have y>0 at t=3",
-        measured={"FT_USB": ft_u, "FT_SF2M": ft_s, "FT_truth": tab["truth"]["ft"][0]},
+        measured={"FT_USB": u, "FT_SF2M": s, "FT_truth": float(np.nanmean(ft_truth))},
         threshold="FT_USB <= 0.15, FT_SF2M >= 0.40 and FT_USB <= 0.5 x FT_SF2M", held=held, gate=True,
-        details=f"per-seed USB {metrics['per_seed']['USB']['ft']}, SF2M {metrics['per_seed']['SF2M']['ft']}"))
-    usb_std = {o["seed"]: o["count_std_t3"] for o in pick("full", "USB")}
-    tr_std = {o["seed"]: o["count_std_t3"] for o in pick("truth")}
-    ratios = [usb_std[s] / tr_std[s] if tr_std[s] > 0 else float("nan") for s in seeds]
+        paper=PAPER["C3"],
+        details=("All parts can fail. " + seed_decision(ft_usb, 0.15, "FT_USB") + "; "
+                 + seed_decision(ft_sf2m, 0.40, "FT_SF2M (a balanced model must move mass across when a branch "
+                                 "shrinks; it fails if SF2M under-fits)")
+                 + f"; ground truth {_fmt_list(ft_truth)}."))
+
+
+def noise_claim(usb_std: list[float], truth_std: list[float], n_sims: int) -> Claim:
+    """C4 (report): std of the t=3 count over USB discrete simulations / over ground-truth replicates."""
+    ratios = [a / b if b > 0 else float("nan") for a, b in zip(usb_std, truth_std)]
     r_mean = float(np.nanmean(ratios))
-    claims.append(Claim(
+    bound = 0.4 if r_mean < np.sqrt(0.4 * 2.5) else 2.5
+    return Claim(
         id="C4", statement="USB's discrete simulations reproduce the demographic noise of cell counts (deterministic "
                            "baselines have none).",
-        metric=f"std of the t=3 count over {cfg['n_var_sims']} USB discrete simulations from X_0 / the same for "
+        metric=f"std of the t=3 count over {n_sims} USB discrete simulations from X_0 / the same for "
                "ground-truth replicates (mean of per-seed ratios)",
-        measured={"ratio": r_mean, "usb_std": [usb_std[s] for s in seeds], "truth_std": [tr_std[s] for s in seeds]},
-        threshold="ratio in [0.4, 2.5] (report)", held=0.4 <= r_mean <= 2.5, gate=False,
-        details=f"per-seed ratios {np.round(ratios, 3).tolist()}"))
-    gr = tab["USB"]["growth_r"][0]
-    claims.append(Claim(
+        measured={"ratio": r_mean, "usb_std": usb_std, "truth_std": truth_std},
+        threshold="ratio in [0.4, 2.5] (report)", held=0.4 <= r_mean <= 2.5, gate=False, paper=PAPER["C4"],
+        details=("Can fail (the count spread is simulated, not fitted). " + seed_decision(ratios, bound, "ratio")
+                 + f"; the std of a std over {n_sims} runs is ~{100 / np.sqrt(2 * (n_sims - 1)):.0f} % of it."))
+
+
+def growth_claim(rows: list[dict]) -> Claim:
+    """C4g (report) from per-seed `growth_correlations` rows."""
+    r = [o["growth_r"] for o in rows]
+    tr = [o["target_r"] for o in rows]
+    mean = float(np.mean(r))
+    return Claim(
         id="C4g", statement="USB recovers the growth map (net birth minus death rate).",
         metric="Pearson r between g_psi(x, t) and the true beta - delta at the observed cells of t = 1, 2",
-        measured=gr, threshold=">= 0.7 (report)", held=gr >= 0.7, gate=False,
-        details=f"per-seed r {[round(o['growth_r'], 3) for o in pick('full', 'USB')]}"))
-    return claims
+        measured={"r_learned": mean, "r_coupling_targets": float(np.mean(tr))},
+        threshold=">= 0.7 (report)", held=mean >= 0.7, gate=False, paper=PAPER["C4g"],
+        details=("Can fail. " + seed_decision(r, 0.7, "r(learned g, true beta - delta)")
+                 + ". The growth net is regressed on the coupling's targets log(r_i)/Delta_k, whose own correlation "
+                 f"with the true rates at the same cells is {_fmt_list(tr)} per seed (t_1: "
+                 f"{_fmt_list([o['target_r_t1'] for o in rows])}, t_2: {_fmt_list([o['target_r_t2'] for o in rows])}); "
+                 f"learned per time t_1 {_fmt_list([o['growth_r_t1'] for o in rows])}, t_2 "
+                 f"{_fmt_list([o['growth_r_t2'] for o in rows])}; learned vs targets "
+                 f"{_fmt_list([o['learned_vs_target_r'] for o in rows])}. The map is only as good as the "
+                 "coupling's targets allow: the network can average out their per-cell noise (learned r "
+                 f"{'above' if mean > float(np.mean(tr)) else 'not above'} the targets' r here) but not their bias "
+                 "(targets of an interval are averages over it, and at t_0 -> t_1 fates are not yet separated)."))
+
+
+def _claims(cfg, metrics, pick, seeds) -> list[Claim]:
+    by_seed = lambda rows: [o for s in seeds for o in rows if o["seed"] == s]  # noqa: E731
+    w1 = {m: [o["w1"] for o in by_seed(pick("loo", m))] for m in FLOW_METHODS}
+    tigon = None
+    if cfg["tigon"]:
+        tigon = ([o["w1"] for o in pick("loo", "USB") if o["seed"] == seeds[0]][0], pick("loo", "TIGON")[0]["w1"])
+    ce = {m: [o["count_err"] for o in by_seed(pick("loo", m))] for m in FLOW_METHODS}
+    if cfg["tigon"]:
+        ce["TIGON"] = [pick("loo", "TIGON")[0]["count_err"]]
+    obs = metrics["observed_counts"]
+    growth = [abs(obs[s][1] - obs[s][2]) / obs[s][2] for s in seeds]
+    ft = {m: [o["ft"] for o in by_seed(pick("full", m))] for m in ("USB", "SF2M")}
+    truth = by_seed(pick("truth"))
+    usb_full = by_seed(pick("full", "USB"))
+    return [reconstruction_claim(w1, tigon, len(seeds)),
+            mass_claim(ce, growth),
+            transition_claim(ft["USB"], ft["SF2M"], [o["ft"] for o in truth]),
+            noise_claim([o["count_std_t3"] for o in usb_full], [o["count_std_t3"] for o in truth], cfg["n_var_sims"]),
+            growth_claim(usb_full)]
 
 
 def _table_text(metrics, methods, cfg) -> str:
@@ -351,6 +552,11 @@ def _table_text(metrics, methods, cfg) -> str:
             cells.append("-" if v is None or not np.isfinite(v[0]) else f"{v[0]:.4g} +- {v[1]:.2g}")
         lines.append(f"| {m} | " + " | ".join(cells) + " |")
     lines.append(f"| truth | - | - | {tab['truth']['ft'][0]:.3g} | - | - |")
+    u = tab["USB"]
+    lines.append(f"\nGrowth map r with the true beta - delta at the cells of t=1,2: learned {u['growth_r'][0]:.3f} "
+                 f"+- {u['growth_r'][1]:.2g} (t=1 {u['growth_r_t1'][0]:.3f}, t=2 {u['growth_r_t2'][0]:.3f}); the "
+                 f"coupling's own growth targets {u['target_r'][0]:.3f} +- {u['target_r'][1]:.2g} (t=1 "
+                 f"{u['target_r_t1'][0]:.3f}, t=2 {u['target_r_t2'][0]:.3f})")
     sp = metrics["speed_vs_otcfm"]
     lines.append(f"\nUSB vs OT-CFM: train time/iter x{sp['train_time_per_iter_ratio']:.2f}, "
                  f"simulated cells/s x{sp['sim_cells_per_s_ratio']:.2f}")

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from icml26.common.validation import check_array, check_choice, check_float
+
 __all__ = ["wasserstein", "relative_mass_error", "false_transition_rate"]
 
 
 def _weights(w, n: int, name: str) -> np.ndarray:
     if w is None:
         return np.full(n, 1.0 / n)
-    w = np.asarray(w, dtype=np.float64).reshape(-1)
+    w = check_array(w, name, finite=False).reshape(-1)
     if w.shape != (n,) or not np.isfinite(w).all() or (w < 0).any() or w.sum() <= 0:
         raise ValueError(f"{name} must be ({n},) finite, non-negative, with positive sum")
     return w / w.sum()
@@ -25,12 +27,13 @@ def wasserstein(x, y, p: int = 1, wx=None, wy=None) -> float:
     """
     import ot
 
-    x = np.asarray(x, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
-    if x.ndim != 2 or y.ndim != 2 or x.shape[1] != y.shape[1] or len(x) == 0 or len(y) == 0:
+    x = check_array(x, "x", ndim=2)
+    y = check_array(y, "y", ndim=2)
+    if x.shape[1] != y.shape[1]:
         raise ValueError(f"x and y must be non-empty (n, d) arrays with the same d, got {x.shape} and {y.shape}")
-    if p not in (1, 2):
-        raise ValueError(f"p must be 1 or 2, got {p}")
+    if isinstance(p, bool):
+        raise TypeError(f"p must be 1 or 2, got {p!r}")
+    check_choice(p, "p", (1, 2))
     a, b = _weights(wx, len(x), "wx"), _weights(wy, len(y), "wy")
     c = ot.dist(x, y, metric="euclidean")
     if p == 2:
@@ -41,8 +44,8 @@ def wasserstein(x, y, p: int = 1, wx=None, wy=None) -> float:
 
 def relative_mass_error(pred: float, true: float) -> float:
     """|pred - true| / true (cell count or total mass)."""
-    if not true > 0:
-        raise ValueError(f"true must be > 0, got {true}")
+    true = check_float(true, "true", min=0.0, min_open=True)
+    pred = check_float(pred, "pred", min=0.0)
     return float(abs(pred - true) / true)
 
 
@@ -58,13 +61,15 @@ def false_transition_rate(ancestor_labels, final_labels, weights=None, from_labe
     Returns:
         the fraction in [0, 1]; NaN when no descendant qualifies.
     """
-    anc = np.asarray(ancestor_labels).reshape(-1)
+    anc = np.asarray(ancestor_labels).reshape(-1)      # labels: any comparable values (ints, strings)
     fin = np.asarray(final_labels).reshape(-1)
     if anc.shape != fin.shape:
         raise ValueError(f"ancestor_labels and final_labels must have the same length, got {anc.shape} and {fin.shape}")
-    w = np.ones(len(anc)) if weights is None else np.asarray(weights, dtype=np.float64).reshape(-1)
+    w = np.ones(len(anc)) if weights is None else check_array(weights, "weights", min_size=0).reshape(-1)
     if w.shape != anc.shape:
         raise ValueError(f"weights must have shape {anc.shape}, got {w.shape}")
+    if (w < 0).any():
+        raise ValueError("weights must be >= 0")
     sel = np.ones(len(anc), dtype=bool) if from_label is None else anc == from_label
     if not sel.any() or w[sel].sum() <= 0:
         return float("nan")

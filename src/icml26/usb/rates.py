@@ -13,20 +13,35 @@ arrays or torch tensors and returns the same kind.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 import torch
 
+from icml26.common.validation import check_array, check_float
+
 __all__ = ["split_birth_death", "growth_penalty"]
 
 
 def _check_rates(q_b: float, q_d: float) -> tuple[float, float]:
-    q_b, q_d = float(q_b), float(q_d)
-    if not (math.isfinite(q_b) and math.isfinite(q_d)) or q_b < 0 or q_d < 0:
+    try:
+        q_b, q_d = check_float(q_b, "q_b"), check_float(q_d, "q_d")
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"reference rates (q_b, q_d) must be finite and >= 0: {e}") from None
+    if q_b < 0 or q_d < 0:
         raise ValueError(f"reference rates (q_b, q_d) must be finite and >= 0, got ({q_b}, {q_d})")
     return q_b, q_d
+
+
+def _check_g(g: Any) -> Any:
+    """g as a finite float tensor (torch input) or float array (anything else); ValueError naming g."""
+    if isinstance(g, torch.Tensor):
+        if not g.is_floating_point():
+            g = g.to(torch.get_default_dtype())
+        if not bool(torch.isfinite(g).all()):
+            raise ValueError(f"g must be finite; it has {int((~torch.isfinite(g)).sum())} NaN/inf value(s)")
+        return g
+    return check_array(g, "g", min_size=0)
 
 
 def split_birth_death(g: Any, q_b: float = 0.0, q_d: float = 0.0) -> tuple[Any, Any]:
@@ -43,6 +58,8 @@ def split_birth_death(g: Any, q_b: float = 0.0, q_d: float = 0.0) -> tuple[Any, 
         (beta, delta), same type and shape as `g`.
     """
     q_b, q_d = _check_rates(q_b, q_d)
+    scalar = np.ndim(g) == 0 and not isinstance(g, torch.Tensor)
+    g = _check_g(g)
     qq = 4.0 * q_b * q_d
     if isinstance(g, torch.Tensor):
         if qq == 0.0:
@@ -60,7 +77,7 @@ def split_birth_death(g: Any, q_b: float = 0.0, q_d: float = 0.0) -> tuple[Any, 
         with np.errstate(divide="ignore", invalid="ignore"):
             beta = np.where(g_arr >= 0, 0.5 * (g_arr + root), 0.5 * qq / (root - g_arr))
             delta = np.where(g_arr >= 0, 0.5 * qq / (root + g_arr), 0.5 * (root - g_arr))
-    if np.ndim(g) == 0:
+    if scalar:
         return float(beta), float(delta)
     return beta, delta
 
@@ -84,10 +101,12 @@ def growth_penalty(g: Any, q_b: float = 0.0, q_d: float = 0.0) -> Any:
         raise ValueError(
             f"growth_penalty needs positive reference rates (q_b, q_d), got ({q_b}, {q_d}); "
             "with a zero reference rate the relative entropy of any jump is infinite")
+    scalar = np.ndim(g) == 0 and not isinstance(g, torch.Tensor)
+    g = _check_g(g)
     beta, _ = split_birth_death(g, q_b, q_d)
     if isinstance(g, torch.Tensor):
         root = torch.sqrt(g * g + 4.0 * q_b * q_d)
         return g * torch.log(beta / q_b) - root + q_b + q_d
     g_arr = np.asarray(g, dtype=float)
     out = g_arr * np.log(np.asarray(beta) / q_b) - np.sqrt(g_arr * g_arr + 4.0 * q_b * q_d) + q_b + q_d
-    return float(out) if np.ndim(g) == 0 else out
+    return float(out) if scalar else out

@@ -25,6 +25,8 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from icml26.common.validation import check_array, check_bool, check_choice, check_float, check_int, check_seed
+
 __all__ = ["SimulationResult", "simulate_population", "MODES"]
 
 MODES = ("discrete", "weighted", "ode")
@@ -97,7 +99,8 @@ def simulate_population(
 
     Args:
         x0: (n0, d) initial cells (numpy or torch).
-        t_eval: increasing recording times >= t0.
+        t_eval: increasing recording times >= t0 (a sequence; a scalar is refused, and a single time is
+            refused without t0 since the simulation would then start and end there).
         drift: f(x (n, d) tensor, t float) -> (n, d) tensor (SDE drift; velocity for mode="ode").
         sigma: diffusion coefficient (ignored in mode "ode").
         rates: (x, t) -> (beta, delta), each (n,), birth and death rates per unit time (mode "discrete").
@@ -113,27 +116,41 @@ def simulate_population(
     Returns:
         SimulationResult.
     """
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    check_choice(mode, "mode", MODES)
     if not callable(drift):
         raise TypeError("drift must be callable (x, t) -> tensor")
-    if sigma < 0 or not math.isfinite(sigma):
-        raise ValueError(f"sigma must be finite and >= 0, got {sigma}")
-    if not dt > 0:
-        raise ValueError(f"dt must be > 0, got {dt}")
-    x = torch.as_tensor(np.asarray(x0) if not isinstance(x0, torch.Tensor) else x0)
+    for name, fn in (("rates", rates), ("growth", growth)):
+        if fn is not None and not callable(fn):
+            raise TypeError(f"{name} must be callable (x, t) -> tensor(s) or None")
+    sigma = check_float(sigma, "sigma", min=0.0)
+    dt = check_float(dt, "dt", min=0.0, min_open=True)
+    seed = check_seed(seed, "seed")
+    max_particles = check_int(max_particles, "max_particles", min=1)
+    record_events = check_bool(record_events, "record_events")
+    if isinstance(x0, torch.Tensor):
+        x = x0.detach()
+        if x.is_complex() or not (x.is_floating_point() or x.dtype in (torch.int32, torch.int64)):
+            raise TypeError(f"x0 must hold real numbers, got dtype {x.dtype}")
+    else:
+        x = torch.from_numpy(check_array(x0, "x0", finite=False, min_size=0))
     device = torch.device(device) if device is not None else x.device
     x = x.to(device=device, dtype=dtype).clone()
-    if x.ndim != 2 or len(x) == 0:
+    if x.ndim != 2 or len(x) == 0 or x.shape[1] == 0:
         raise ValueError(f"x0 must be a non-empty (n_cells, n_dims) array, got shape {tuple(x.shape)}")
     if not torch.isfinite(x).all():
         raise ValueError("x0 contains NaN or inf")
     if len(x) > max_particles:
         raise ValueError(f"x0 has {len(x)} cells, more than max_particles={max_particles}")
-    t_eval = np.asarray(t_eval, dtype=float).reshape(-1)
-    if len(t_eval) == 0 or np.any(np.diff(t_eval) <= 0):
+    if np.ndim(t_eval) == 0 and not isinstance(t_eval, (str, bytes)) and t_eval is not None:
+        raise ValueError(f"t_eval must be a sequence of recording times, got the scalar {t_eval!r} "
+                         f"(pass [t_start, {t_eval!r}])")
+    t_eval = check_array(t_eval, "t_eval", ndim=1)
+    if np.any(np.diff(t_eval) <= 0):
         raise ValueError(f"t_eval must be a non-empty strictly increasing sequence, got {t_eval}")
-    t_start = float(t_eval[0] if t0 is None else t0)
+    if len(t_eval) == 1 and t0 is None:
+        raise ValueError(f"t_eval={t_eval.tolist()} without t0 starts and ends at {t_eval[0]:g} and would return "
+                         "x0 unchanged; pass t0 or t_eval=[t_start, ...]")
+    t_start = float(t_eval[0]) if t0 is None else check_float(t0, "t0")
     if t_eval[0] < t_start:
         raise ValueError(f"t_eval must start at or after t0={t_start}, got {t_eval[0]}")
     if mode == "discrete" and rates is None and growth is None:
@@ -162,8 +179,12 @@ def simulate_population(
     next_id = n0
     w = None
     if mode != "discrete":
-        w = torch.ones(n0, dtype=torch.float64, device=device) if weights0 is None else \
-            torch.as_tensor(np.asarray(weights0), dtype=torch.float64, device=device).reshape(-1)
+        if weights0 is None:
+            w = torch.ones(n0, dtype=torch.float64, device=device)
+        else:
+            w0 = weights0.detach().cpu().numpy() if isinstance(weights0, torch.Tensor) else weights0
+            w = torch.from_numpy(check_array(w0, "weights0", finite=False)).to(device=device,
+                                                                               dtype=torch.float64).reshape(-1)
         if w.shape != (n0,) or not torch.isfinite(w).all() or (w < 0).any():
             raise ValueError(f"weights0 must be ({n0},) finite non-negative, got shape {tuple(w.shape)}")
     noise = 0.0 if mode == "ode" else float(sigma)
@@ -193,6 +214,8 @@ def simulate_population(
                 if mode == "discrete":
                     beta, delta = jump_rates(x, t)
                     lam = beta + delta
+                    if not bool(torch.isfinite(lam).all()):
+                        raise ValueError(f"rates/growth returned NaN or inf at t={t:.4g}")
                     p_event = -torch.expm1(-lam * h)
                     u1 = torch.rand(len(x), generator=gen, device=device, dtype=x.dtype)
                     u2 = torch.rand(len(x), generator=gen, device=device, dtype=x.dtype)
@@ -200,8 +223,14 @@ def simulate_population(
                     birth = event & (u2 * lam < beta)
                     death = event & ~birth
                 else:
-                    w = w * torch.exp(net_growth(x, t).to(torch.float64) * h)
+                    g = net_growth(x, t).to(torch.float64)
+                    if not bool(torch.isfinite(g).all()):
+                        raise ValueError(f"growth/rates returned NaN or inf at t={t:.4g}")
+                    w = w * torch.exp(g * h)
                 f = _as_tensor(drift(x, t), x)
+                if f.shape != x.shape or not bool(torch.isfinite(f).all()):
+                    raise ValueError(f"drift must return a finite tensor of shape {tuple(x.shape)} at t={t:.4g}, "
+                                     f"got shape {tuple(f.shape)}" + ("" if f.shape != x.shape else " with NaN/inf"))
                 x = x + f * h
                 if noise > 0:
                     x = x + noise * math.sqrt(h) * torch.randn(x.shape, generator=gen, device=device, dtype=x.dtype)
