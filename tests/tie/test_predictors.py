@@ -172,4 +172,5 @@ def test_experiment_smoke():
     assert m["simulator_requests_per_second"] > 0
     o = m["online_mean_over_seeds"]["W1/rho=0.95/kv=60000"]
     assert o["oracle"]["per_token_latency"] < o["fcfs"]["per_token_latency"]
-    assert set(res._pending_figures) == {"latency_cdf", "length_fit"}
+    assert set(res._pending_figures) == {"latency_cdf", "length_fit", "starvation"}
+    assert all(c.paper for c in res.claims) and res.metrics["c4_burst"]["seed0"]["n_requests"] > 0

@@ -17,7 +17,7 @@ SCALAR = st.one_of(FLOATS, st.integers(-10**6, 10**6), st.booleans(), st.none(),
 ARRAY = st.one_of(SCALAR, st.lists(FLOATS, max_size=5), st.lists(st.integers(-5, 3000), max_size=5),
                   hnp.arrays(np.float64, hnp.array_shapes(min_dims=0, max_dims=3, max_side=4), elements=FLOATS))
 POS = st.one_of(st.floats(1e-3, 1e3), SCALAR)
-SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def valid_or_named(fn, names):
@@ -54,7 +54,7 @@ def test_logt_methods(mu, sigma, q, x, alpha):
             assert not np.any(np.isnan(out))
 
 
-@SETTINGS
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(samples=st.one_of(ARRAY, st.lists(st.lists(st.integers(-3, 3000), max_size=4), max_size=4)),
        nu=POS, censor_at=st.one_of(st.none(), POS), n_iter=st.one_of(st.integers(-2, 60), SCALAR))
 def test_fit_logt(samples, nu, censor_at, n_iter):
