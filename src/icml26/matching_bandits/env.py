@@ -36,6 +36,8 @@ from typing import Any
 
 import numpy as np
 
+from icml26.common.validation import check_int
+
 from icml26.matching_bandits.market import (
     _check_arm_rank,
     arm_rank_from_scores,
@@ -57,11 +59,7 @@ __all__ = [
 
 
 def _pos_int(value: Any, name: str, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return int(value)
+    return check_int(value, name, min=minimum)  # 3.0 is read as 3, 3.5 is refused (never truncated)
 
 
 def _unit_rows(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
