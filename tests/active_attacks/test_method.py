@@ -46,15 +46,15 @@ def test_trajectory_balance_known_answer():
     """Tabular attacker over vocab 3, length 2: after TB training the sampled distribution is R / sum R."""
     V, L = 3, 2
     r1, r2 = np.array([0.6, 0.3, 0.1]), np.array([0.2, 0.5, 0.3])
-    R = {f"{a} {b}": r1[a] * r2[b] for a in range(V) for b in range(L + 1)}
+    R = {f"{a} {b}": r1[a] * r2[b] for a in range(V) for b in range(V)}
     beta = 0.5  # the classifier returns R^beta so that (1/beta) log p = log R
     table = {k: v ** beta for k, v in R.items()}
     att = TabularAttacker(V, L)
     ref = TabularAttacker(V, L)  # uniform prior: log p_ref = -2 log 3 for every prompt (a constant)
     tr = GFlowNetRedTeamer(att, TableVictim(), TableClassifier(table), reference=ref, beta=beta, gamma=1.0,
-                           reward_temp=(1.0, 1.0, 1), lr=0.05, lr_log_z=0.05, batch_size=32, p_offline=0.0,
+                           reward_temp=(1.0, 1.0, 1), lr=0.1, lr_log_z=0.1, batch_size=32, p_offline=0.0,
                            p_random_temp=0.0, seed_batches=0, n_responses=1, seed=0)
-    tr.train(600)
+    tr.train(200)
     target = np.array([R[f"{a} {b}"] for a in range(V) for b in range(V)])
     target_norm = target / target.sum()
     got = att.distribution().numpy()

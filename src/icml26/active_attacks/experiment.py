@@ -66,8 +66,9 @@ _SMALL: dict[str, Any] = {
 }
 
 CONFIGS: dict[str, dict[str, Any]] = {
-    "smoke": {**_SMALL, "n_seeds": 1, "arms": ["gfn", "aa", "reinforce"], "victim_corpus": 2000,
-              "victim_pretrain_steps": 30, "sft_corpus": 200, "sft_steps": 20, "classifier_corpus": 300,
+    "smoke": {**_SMALL, "n_seeds": 1, "arms": ["gfn", "aa", "reinforce"], "victim_corpus": 300,
+              "victim_pretrain_steps": 10, "victim_pretrain_batch": 16, "sft_corpus": 100, "sft_steps": 5,
+              "sft_batch": 16, "classifier_corpus": 200, "safety_batch": 8,
               "steps": 12, "batch_size": 8, "interval": 4, "safety_steps": 3, "seed_batches": 1, "buffer_size": 50,
               "n_retain": 40, "eval_safety_steps": 3, "n_eval": 40, "asr_samples": 40, "benign_heldout": 20,
               "probes_per_category": 8, "mle_steps": 3, "mle_samples": 40, "real_judge": False, "workers": 1},
