@@ -18,6 +18,12 @@ def world():
     return KitchenWorld(WorldConfig(gap_s=(1.5, 3.0), idle_s=(1.0, 2.0), n_activities=(3, 4)), seed=3)
 
 
+@pytest.fixture
+def fake_nextgqa():
+    """write_fake_nextgqa(folder, world, n_videos) -> (csv path, gsub path, video folder)."""
+    return write_fake_nextgqa
+
+
 def write_fake_nextgqa(folder, world, n_videos=3):
     """NExT-GQA-format files (val.csv, gsub_val.json, <video_id>.npy) from KitchenWorld videos."""
     folder.mkdir(parents=True, exist_ok=True)

@@ -116,11 +116,12 @@ class RandomProjectionEncoder:
     frames (Johnson-Lindenstrauss), so Δ_t = 1 - cos(v_t, v_{t-1}) measures pixel-level change.
 
     Args:
-        dim: embedding size D (default 128). seed: seed of W (one W per input size, created on first use).
+        dim: embedding size D (default 128, at most 4096). seed: seed of W (one W per input size, created on first
+            use).
     """
 
     def __init__(self, dim: int = 128, seed: int = 0) -> None:
-        self.dim = check_int(dim, "dim", min=1, max=65536)
+        self.dim = check_int(dim, "dim", min=1, max=4096)
         self.seed = check_seed(seed)
         self._W: dict[int, np.ndarray] = {}
 
@@ -133,7 +134,7 @@ class RandomProjectionEncoder:
 
     def encode(self, frames: np.ndarray) -> np.ndarray:
         """frames (T, H, W, C) -> (T, dim) float32 unit rows (an all-zero frame gives a zero row)."""
-        self.dim = check_int(self.dim, "dim", min=1, max=65536)
+        self.dim = check_int(self.dim, "dim", min=1, max=4096)
         arr = _check_frames(frames)
         flat = arr.reshape(arr.shape[0], -1).astype(np.float32, copy=False)
         return _unit_rows(flat @ self._matrix(flat.shape[1]))
@@ -333,6 +334,11 @@ class SymbolicCaptioner:
         self._prev_key: tuple | None = None
         self._template: tuple[str, str] | None = None
 
+    def reseed(self, seed: int) -> None:
+        """Restart the error/wording random stream (captions of a video then do not depend on earlier videos)."""
+        self.seed = check_seed(seed)
+        self._rng = np.random.default_rng(self.seed)
+
     def decode(self, frame: np.ndarray) -> tuple[str, str, str]:
         """(verb, patient, target) shown by `frame`; verb "walk" and empty objects when nobody acts."""
         w = self.world
@@ -441,6 +447,8 @@ class MiniLMEmbedder:
 
     def __init__(self, path: str | os.PathLike | None = None, device: str = "cpu", batch_size: int = 64) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        if path is not None and not Path(path).exists():
+            raise BackendUnavailableError(f"MiniLMEmbedder: no model at {path}")
         try:
             from sentence_transformers import SentenceTransformer
         except ImportError as e:

@@ -107,7 +107,7 @@ def validate_config(config: dict[str, Any]) -> None:
         check_int(s, f"snapshots[{i}]", min=0, max=n_stream)
     check_float(config["error_rate"], "error_rate", min=0.0, max=1.0)
     check_float(config["noise_sigma"], "noise_sigma", min=0.0, max=1.0)
-    check_int(config["encoder_dim"], "encoder_dim", min=1, max=65536)
+    check_int(config["encoder_dim"], "encoder_dim", min=1, max=4096)
     check_int(config["embed_dim"], "embed_dim", min=8, max=1 << 20)
     check_float(config["tau_delta"], "tau_delta", min=0.0, max=2.0)
     check_int(config["n_min"], "n_min", min=1)

@@ -34,6 +34,8 @@ Deviations from the spec/paper (all in docs/lingua.md):
 - The span of an answer is the interval of the observation the LLM cites (the official span extractor reads
   attributes that do not exist and always returns None).
 - Scripts are re-mined every `mine_every` videos (review note 8) rather than after every video.
+- The reflection monitor's decision window restarts with each video (decisions about another video say nothing
+  about this one, and it keeps sharded evaluation identical to sequential evaluation).
 - Merging compares text embeddings of descriptions; clustering is cut by distance (see memory.py).
 """
 
@@ -235,8 +237,9 @@ def select_frames(embeddings: Any, affordance_sets: list[frozenset] | None = Non
 
 
 def uniform_indices(n_frames: int, budget: int) -> list[int]:
-    """`budget` evenly spaced frame indices of an `n_frames` video (centre of each of `budget` equal bins)."""
-    n_frames = check_int(n_frames, "n_frames", min=1)
+    """`budget` evenly spaced frame indices of an `n_frames` video (centre of each of `budget` equal bins);
+    at most 10**7 frames (92 h at 30 fps)."""
+    n_frames = check_int(n_frames, "n_frames", min=1, max=10**7)
     budget = check_int(budget, "budget", min=1)
     budget = min(budget, n_frames)
     return sorted({int((k + 0.5) * n_frames / budget) for k in range(budget)})
@@ -503,6 +506,7 @@ class LinguaAgent:
         if c.use_merging:
             epi.merge()
         self.episodic = epi
+        self.monitor.reset()  # reflection looks at this video's decisions only
         if self.updates_enabled:
             for e in epi.entries:
                 for o in e.objects:

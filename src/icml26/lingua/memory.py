@@ -350,13 +350,15 @@ class SemanticMemory:
         acts: dict[str, Counter] = defaultdict(Counter)
         co: dict[str, Counter] = defaultdict(Counter)
         for ep in episodes:
-            objs = set(ep.objects) | ({ep.patient} if ep.patient else set())
+            # sorted: set order depends on the process's hash seed, and ties below keep insertion order
+            objs = sorted(set(ep.objects) | ({ep.patient} if ep.patient else set()))
             for o in objs:
                 seen[o] += 1
                 if ep.action:
                     acts[o][ep.action] += 1
-                for o2 in objs - {o}:
-                    co[o][o2] += 1
+                for o2 in objs:
+                    if o2 != o:
+                        co[o][o2] += 1
         n = 0
         for o, c in seen.items():
             if c < self.min_episodes:
@@ -366,7 +368,7 @@ class SemanticMemory:
                                              [f"HasAffordance({o}, {a})"], [f"{a}({o}) completed"])
                              for a, _ in sorted(acts[o].items(), key=lambda x: (-x[1], x[0]))[: self.n_affordances]]
             e.properties = [f"seen in {c} episodes"]
-            e.relations = {"co_occurs_with": [x for x, _ in co[o].most_common(3)]}
+            e.relations = {"co_occurs_with": [x for x, _ in sorted(co[o].items(), key=lambda x: (-x[1], x[0]))[:3]]}
             e.confidence = float(c / (c + 1.0))
             n += 1
         return n

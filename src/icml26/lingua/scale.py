@@ -23,6 +23,7 @@ import argparse
 import hashlib
 import json
 import time
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -135,6 +136,8 @@ def paper_job(cfg: dict[str, Any]) -> dict[str, Any] | None:
     sfps, maxf = float(cfg.get("sample_fps", 5.0)), int(cfg.get("max_frames", 900))
 
     def frames_of(vid: str, meta_fps):
+        if hasattr(b["captioner"], "reseed"):  # captions of a video independent of which rank saw what before
+            b["captioner"].reseed(zlib.crc32(f"{cfg.get('seed', 0)}:{vid}".encode()))
         return load_video_frames(find_video(video_dir, vid), fps=meta_fps or cfg.get("source_fps") or 30.0,
                                  sample_fps=sfps, max_frames=maxf)
 
