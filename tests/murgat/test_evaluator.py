@@ -117,7 +117,7 @@ def test_attribute_fact_calls_and_errors():
 
 def test_oracle_judge_rule():
     j = OracleEntailmentJudge()
-    c = lambda t: parse_citations(t)  # noqa: E731
+    c = lambda t: parse_citations(t)
     assert j.supports(["v"], c("(visual, 0:10-0:12)"), MEDIA)
     assert not j.supports(["v"], c("(audio, 0:10-0:12)"), MEDIA)  # right range, wrong modality
     assert not j.supports(["w"], c("(visual, 0:00-1:00)"), MEDIA)  # whole video for a 3 s event: broadness cap
@@ -161,7 +161,7 @@ def test_reasoning_sentences_do_not_change_scores():
 
 
 def test_shifted_oracle_citations_lose_recall():
-    from icml26.murgat import OracleResponder, generate_benchmark, SimulatedHuman
+    from icml26.murgat import OracleResponder, SimulatedHuman, generate_benchmark
     from icml26.murgat.judges import LogisticVerifiabilityJudge  # noqa: F401
 
     items = generate_benchmark(6, seed=3)

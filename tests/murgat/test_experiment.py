@@ -111,3 +111,22 @@ def test_seed_note_flags_undecidable_checks():
 def test_docs(docs_example):
     ns = docs_example("murgat")
     assert 0.0 <= ns["score"].murgat_score <= 1.0
+
+
+def test_module_cli_evaluate(tmp_path, capsys):
+    from icml26.murgat import OracleResponder, generate_benchmark, load_responses, save_benchmark, save_responses
+    from icml26.murgat.__main__ import main
+    from icml26.murgat.schema import load_jsonl
+
+    items = generate_benchmark(3, seed=2)
+    save_benchmark(items, tmp_path / "b.jsonl")
+    save_responses([OracleResponder().respond(it, i) for i, it in enumerate(items)], tmp_path / "r.jsonl")
+    assert main(["evaluate", "--bench", str(tmp_path / "b.jsonl"), "--responses", str(tmp_path / "r.jsonl"),
+                 "--out", str(tmp_path / "s.jsonl")]) == 0
+    rows = load_jsonl(tmp_path / "s.jsonl")
+    assert len(rows) == 3 and all(r["correct"] for r in rows) and "Oracle" in capsys.readouterr().out
+    assert len(load_responses(tmp_path / "r.jsonl")) == 3
+    assert main(["evaluate", "--bench", str(tmp_path / "missing.jsonl"), "--responses", str(tmp_path / "r.jsonl"),
+                 "--out", str(tmp_path / "s.jsonl")]) == 2
+    assert main(["evaluate", "--bench", str(tmp_path / "b.jsonl"), "--responses", str(tmp_path / "r.jsonl"),
+                 "--out", str(tmp_path / "s.jsonl"), "--judge", "llm"]) == 2  # --model missing

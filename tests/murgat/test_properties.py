@@ -106,7 +106,8 @@ def test_correlate_valid_or_named_error(a, h):
         assert math.isnan(r) or -1.0 - 1e-9 <= r <= 1.0 + 1e-9
 
 
-small = st.one_of(st.integers(-3, 4), st.floats(-3, 4), st.just(math.nan), st.booleans(), st.none(), st.text(max_size=2))
+small = st.one_of(st.integers(-3, 4), st.floats(-3, 4), st.just(math.nan), st.booleans(), st.none(),
+                  st.text(max_size=2))
 
 
 @settings(max_examples=25, deadline=None)

@@ -14,10 +14,10 @@ from icml26.murgat import (
     ProgramAidedResponder,
     SimulatedHuman,
     SyntheticBenchmarkConfig,
+    extract_reasoning,
     generate_benchmark,
     reference_responders,
     split_sentences,
-    extract_reasoning,
 )
 from icml26.murgat.data import TEMPLATE_HOLDOUT, TEMPLATES, template_ids
 from icml26.murgat.judges import JUDGE_LEXICON, analyse_text
@@ -135,7 +135,7 @@ def test_simulated_human_flips_and_validates(items):
         SimulatedHuman(1.5)
     from icml26.murgat import Response
 
-    with pytest.raises(ValueError, match="trace"):
+    with pytest.raises(TypeError, match="trace"):
         SimulatedHuman().score(Response(items[0].id, "m", "text"), items[0])
 
 

@@ -40,8 +40,13 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     from icml26.murgat.evaluator import MurgatEvaluator
-    from icml26.murgat.judges import (LLMJudge, PronounDecontextualizer, RuleDecomposer, RuleVerifiabilityJudge,
-                                      TimelineEntailmentJudge)
+    from icml26.murgat.judges import (
+        LLMJudge,
+        PronounDecontextualizer,
+        RuleDecomposer,
+        RuleVerifiabilityJudge,
+        TimelineEntailmentJudge,
+    )
     from icml26.murgat.schema import load_benchmark, load_responses, save_jsonl
 
     try:

@@ -37,7 +37,7 @@ def find_ffmpeg() -> str | None:
         import imageio_ffmpeg
 
         return imageio_ffmpeg.get_ffmpeg_exe()
-    except Exception:  # noqa: BLE001 - not installed or no binary for this platform
+    except Exception:
         return None
 
 
@@ -111,7 +111,7 @@ class FFmpegClipper:
             cmd += ["-t", f"{dur:.3f}", "-an", "-c:v", "libx264", "-pix_fmt", "yuv420p"]
         tmp = out.with_name(f"{out.stem}.{uuid.uuid4().hex[:8]}.part{out.suffix}")
         try:
-            proc = subprocess.run(cmd + [str(tmp)], capture_output=True, timeout=self.timeout_s)
+            proc = subprocess.run(cmd + [str(tmp)], capture_output=True, timeout=self.timeout_s, check=False)
         except (OSError, subprocess.TimeoutExpired) as e:
             tmp.unlink(missing_ok=True)
             raise MediaExtractionError(f"ffmpeg failed on {video} [{citation.raw}]: {e}") from None
@@ -125,7 +125,7 @@ class FFmpegClipper:
 
     def content_part(self, path: str | os.PathLike, citation: Citation) -> dict[str, Any]:
         """An OpenAI-style chat content part for a clip (image_url / video_url / audio_url, as vLLM accepts)."""
-        mode, ext = self.mode(citation)
+        mode, _ = self.mode(citation)
         kind, mime = {"image": ("image_url", "image/jpeg"), "video_only": ("video_url", "video/mp4"),
                       "audio_only": ("audio_url", "audio/mpeg")}[mode]
         p = Path(path)

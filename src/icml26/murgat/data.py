@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from icml26.common.validation import check_choice, check_float, check_int, check_probability, check_seed
+from icml26.common.validation import check_choice, check_int, check_probability, check_seed
 from icml26.murgat.citations import format_citations, parse_citations
 from icml26.murgat.schema import BenchmarkItem, Event, Media, Response
 
@@ -227,7 +227,8 @@ def _overlaps(busy: list[tuple[int, int]], a: int, b: int, pad: int = 0) -> bool
     return any(a < y + pad and x < b + pad for x, y in busy)
 
 
-def _timeline(rng: np.random.Generator, cfg: SyntheticBenchmarkConfig) -> tuple[int, list[dict], list[Event], list[str]]:
+def _timeline(rng: np.random.Generator, cfg: SyntheticBenchmarkConfig
+              ) -> tuple[int, list[dict], list[Event], list[str]]:
     D = int(rng.integers(cfg.duration_range[0], cfg.duration_range[1] + 1))
     cast = _cast(rng, cfg)
     n_obj = int(rng.integers(cfg.n_objects[0], cfg.n_objects[1] + 1))
@@ -287,7 +288,7 @@ def _caption_agent(ch: Mapping[str, Any], lex: WordTables, rng: np.random.Genera
 
 def _caption(ev: Event, cast: Mapping[str, Mapping[str, Any]], lex: WordTables, rng: np.random.Generator) -> str:
     s = ev.slots
-    pick = lambda xs: xs[rng.integers(len(xs))]  # noqa: E731
+    pick = lambda xs: xs[rng.integers(len(xs))]
     if s["type"] == "action":
         return f"{_caption_agent(cast[s['agent']], lex, rng)} {pick(lex.actions[s['action']])} the " \
                f"{pick(lex.objects[s['object']])}"
@@ -434,7 +435,7 @@ def generate_benchmark(n_items: int, seed: int = 0, config: SyntheticBenchmarkCo
         qtype = cfg.question_types[i % len(cfg.question_types)]
         rng = _rng_for(seed, "item", str(i))
         for _attempt in range(200):
-            D, cast, events, objects = _timeline(rng, cfg)
+            D, cast, events, _ = _timeline(rng, cfg)
             got = _question(rng, qtype, cast, events)
             if got is not None:
                 break
@@ -819,8 +820,7 @@ class SimulatedHuman:
 
     def score(self, response: Response, item: BenchmarkItem):
         """The human `ResponseScore` of `response` (which must carry its gold `trace`)."""
-        from icml26.murgat.evaluator import FactTrace, ResponseScore, SentenceTrace, aggregate_sentences, \
-            attribute_fact
+        from icml26.murgat.evaluator import FactTrace, ResponseScore, SentenceTrace, aggregate_sentences, attribute_fact
 
         if not isinstance(response, Response):
             raise TypeError(f"response must be a Response, got {type(response).__name__}")
@@ -830,7 +830,7 @@ class SimulatedHuman:
             raise ValueError(f"response.item_id {response.item_id!r} does not match item.id {item.id!r}")
         tr = response.trace
         if not isinstance(tr, dict) or not isinstance(tr.get("sentences"), list):
-            raise ValueError("response.trace must hold the generator's gold 'sentences' (synthetic responses only)")
+            raise TypeError("response.trace must hold the generator's gold 'sentences' (synthetic responses only)")
         check_probability(self.flip_prob, "flip_prob")
         rng = _rng_for(self.seed, "human", item.id, response.model)
         p = self.flip_prob

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -49,7 +49,6 @@ from icml26.murgat.judges import (
     Decomposer,
     Decontextualizer,
     EntailmentJudge,
-    IdentityDecontextualizer,
     MediaExtractionError,
     VerifiabilityJudge,
 )

@@ -26,7 +26,7 @@ import re
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -101,10 +101,11 @@ def rewrite_index_markers(text: str) -> str:
     indices are dropped, consecutive markers merge into one parenthetical)."""
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
-    evidence = {m.group(1): f"{m.group(2).lower()}, {m.group(3).replace(' ', '')}" for m in _EVIDENCE_LINE.finditer(text)}
-    head, sep, body = text.partition("Reasoning:")
+    evidence = {m.group(1): f"{m.group(2).lower()}, {m.group(3).replace(' ', '')}"
+                for m in _EVIDENCE_LINE.finditer(text)}
+    _, sep, body = text.partition("Reasoning:")
     if not sep:
-        head, body = "", text
+        body = text
 
     def sub(m: re.Match) -> str:
         keys = re.findall(r"\[(\d+)\]", m.group(0))

@@ -32,19 +32,18 @@ import json
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from icml26.common.validation import check_bool, check_float
+from icml26.common.validation import check_float
 from icml26.murgat.citations import (
     DEFAULT_MODALITIES,
     Citation,
     find_citation_groups,
     format_timestamp,
     parse_citations,
-    split_sentences,
     strip_citations,
 )
 from icml26.murgat.schema import Media

@@ -23,7 +23,8 @@ from scipy import stats
 
 from icml26.common.validation import check_array, check_float, check_int, check_seed
 
-__all__ = ["correlate", "within_group_r", "within_r_codes", "group_mean_control", "system_agreement", "paired_bootstrap_ci",
+__all__ = ["correlate", "within_group_r", "within_r_codes", "group_mean_control", "system_agreement",
+           "paired_bootstrap_ci",
            "METHODS"]
 
 METHODS = ("pearson", "spearman", "kendall")

@@ -100,7 +100,8 @@ class Media:
             if e.end > self.duration + 1e-9:
                 raise ValueError(f"Media.events: event {e.id} ends at {e.end} s, after the duration {self.duration}")
         if not isinstance(self.observations, Mapping):
-            raise TypeError(f"Media.observations must be a dict modality -> list, got {type(self.observations).__name__}")
+            raise TypeError("Media.observations must be a dict modality -> list, got "
+                            f"{type(self.observations).__name__}")
         obs: dict[str, list[tuple[float, float, str]]] = {}
         for m, rows in self.observations.items():
             mm = _str(m, "Media.observations key").strip().lower()
