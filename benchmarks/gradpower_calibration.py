@@ -63,25 +63,26 @@ def files_at(layout, lo: int, hi: int) -> list[str]:
     return [name for a, b, name in layout if a < hi and b > lo]
 
 
-def job(label: str, drop: list[str], default_init: bool) -> dict:
+def job(label: str, drop: list[str], default_init: bool, seed: int = 0, optimizer: str = "adamw") -> dict:
     torch.set_num_threads(1)
     cfg = copy.deepcopy(CONFIGS["small"])
     data, layout = corpus_bytes(cfg["nbytes"], set(drop))
     tokens = bytes_to_tensor(data)
     corpus = make_splits(tokens, 0.1, cfg["n_val_windows"], cfg["ctx"] + 1)
-    torch.manual_seed(0)
+    torch.manual_seed(seed)
     model = TinyLlama(256, cfg["d_model"], cfg["n_layers"], cfg["n_heads"], cfg["ctx"], d_ff=cfg["d_ff"])
     if default_init:  # PyTorch's own initialisers (kaiming-uniform Linear, N(0, 1) Embedding)
-        torch.manual_seed(0)
+        torch.manual_seed(seed)
         for m in model.modules():
             if hasattr(m, "reset_parameters") and m is not model:
                 m.reset_parameters()
-    res = pretrain(model, lambda m: make_optimizer("adamw", m, lr=cfg["lr"], betas=tuple(cfg["betas"]),
-                                                  weight_decay=cfg["weight_decay"], fused=True),
+    res = pretrain(model, lambda m: make_optimizer(optimizer, m, lr=cfg["lr"], betas=tuple(cfg["betas"]),
+                                                  weight_decay=cfg["weight_decay"], power=cfg["power"],
+                                                  fused=True),
                    corpus.train, steps=cfg["steps"], batch_size=cfg["batch_size"], ctx=cfg["ctx"],
                    scheduler_factory=lambda o: wsd(o, cfg["steps"], cfg["warmup_frac"], cfg["decay_frac"],
                                                    cfg["min_ratio"]),
-                   clip=cfg["clip"], generator=torch.Generator().manual_seed(1234), val_windows=corpus.val_windows,
+                   clip=cfg["clip"], generator=torch.Generator().manual_seed(1234 + seed), val_windows=corpus.val_windows,
                    eval_every=cfg["steps"])
     n_train = int(len(tokens) * 0.9)
     val = tokens[n_train:]
@@ -93,15 +94,32 @@ def job(label: str, drop: list[str], default_init: bool) -> dict:
         slices.append({"offset": n_train + start, "loss": loss,
                        "files": files_at(layout, n_train + start, n_train + start + slice_len)})
     whole = evaluate_loss(model, fixed_windows(val, len(val) // w, w))
-    return {"label": label, "spec_windows_loss": res.final_val_loss,
+    return {"label": label, "seed": seed, "optimizer": optimizer, "spec_windows_loss": res.final_val_loss,
             "spec_windows_files": files_at(layout, n_train, n_train + slice_len),
             "whole_val_loss": whole, "train_loss_last200": sum(res.train_loss[-200:]) / 200, "slices": slices}
+
+
+PROTOTYPE = {0: (1.9321, 1.9186), 1: (1.9539, 1.9525), 2: (1.9351, 1.9283)}  # spec section 6: AdamW, AdamWPower
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=None)
+    ap.add_argument("--prototype", action="store_true",
+                    help="instead: both arms x seeds 0-2 with PyTorch's default init, next to the spec's table")
     args = ap.parse_args()
+    if args.prototype:
+        jobs = [dict(label=f"default_init_{o}_s{s}", drop=[], default_init=True, seed=s, optimizer=o)
+                for s in (0, 1, 2) for o in ("adamw", "adamwpower")]
+        outs = run_parallel(job, jobs, workers=2, desc="prototype check")
+        by = {(o["optimizer"], o["seed"]): o["spec_windows_loss"] for o in outs}
+        print("seed | prototype AdamW / AdamWPower / d | default init AdamW / AdamWPower / d")
+        for s, (pa, pp) in PROTOTYPE.items():
+            a, b = by[("adamw", s)], by[("adamwpower", s)]
+            print(f"{s} | {pa:.4f} / {pp:.4f} / {pa - pp:+.4f} | {a:.4f} / {b:.4f} / {a - b:+.4f}")
+        if args.out:
+            Path(args.out).write_text(json.dumps(outs, indent=1))
+        return
     jobs = [dict(label="this_python", drop=[], default_init=False),
             dict(label="without_3.12_3.13_removals", drop=sorted(REMOVED_LATER), default_init=False),
             dict(label="torch_default_init", drop=[], default_init=True)]

@@ -62,6 +62,10 @@ def test_regime_claim_flips_with_the_noise_scale():
     assert noisy.measured["min_noise_to_signal_late"] == pytest.approx(5.0)  # steps >= 2000 only
     quiet, summary = regime_claim(_noise(1.5), [0, 1], 4000, 16)
     assert not quiet.held and "NOT noise-dominated" in summary
+    vague = _noise(10.0)
+    vague["adamw_s0"]["2000"] = {"noise_to_signal": 1.2, "noise_to_signal_se": 0.3, "frac_coords_noise_dominated": 0.5}
+    claim, _ = regime_claim(vague, [0, 1], 4000, 16)
+    assert claim.held and "Undecided at this sample size" in claim.details and "adamw_s0 step 2000" in claim.details
 
 
 def test_gradient_noise_scale_known_answers():

@@ -88,7 +88,7 @@ _SMALL: dict[str, Any] = {
     "fused": True,  # torch's fused CPU AdamW kernel for both arms (speed only; same update rule)
     "eval_every": 500,
     "noise_every": 1000,
-    "noise_examples": 128,
+    "noise_examples": 512,
     "workers": 2,
     "mc_samples": 1_000_000,
     "mech_coords": 4096,
@@ -358,8 +358,19 @@ def regime_claim(noise: dict[str, dict[str, dict[str, float]]], seeds: list[int]
                  for arm in ("adamw", "adamwpower")}
     per_seed = [min(late[f"{arm}_s{s}"].values()) for s in seeds for arm in ("adamw", "adamwpower")]
     held = min_ratio > 1.0
-    table = "; ".join(f"{lab}: " + ", ".join(f"{k}: {v['noise_to_signal']:.2f}" for k, v in sorted(
+
+    def fmt(v: dict[str, float]) -> str:
+        r, se = v["noise_to_signal"], v.get("noise_to_signal_se", float("nan"))
+        return f"{r:.2f}" + (f" +- {se:.2f}" if math.isfinite(se) else "")
+
+    table = "; ".join(f"{lab}: " + ", ".join(f"{k}: {fmt(v)}" for k, v in sorted(
         ns.items(), key=lambda kv: int(kv[0]))) for lab, ns in noise.items())
+    # a late checkpoint within 2 jackknife SE of the threshold 1 cannot decide the regime
+    undecided = [f"{lab} step {k}" for lab, ns in noise.items() for k, v in ns.items() if int(k) >= steps // 2
+                 and math.isfinite(v["noise_to_signal"]) and math.isfinite(v.get("noise_to_signal_se", math.nan))
+                 and abs(v["noise_to_signal"] - 1.0) < 2 * v["noise_to_signal_se"]]
+    decide = (" Undecided at this sample size (within 2 SE of 1): " + ", ".join(undecided) + "."
+              if undecided else " Every late checkpoint is more than 2 SE from 1 (decides).")
     summary = (f"B_noise/B at the last step {mean_last['adamw']:.2f} (AdamW) / {mean_last['adamwpower']:.2f} "
                f"(AdamWPower), seed means; min from mid-training on {min_ratio:.2f} -> "
                + ("noise-dominated (the regime of the paper's argument)." if held else
@@ -376,8 +387,10 @@ def regime_claim(noise: dict[str, dict[str, dict[str, float]]], seeds: list[int]
         held=held, gate=False, paper=PAPER_R, per_seed=per_seed,
         details=("B_noise/B per run and step: " + table + ". Fraction of coordinates whose batch noise exceeds "
                  f"their mean at the last step: {frac_last['adamw']:.2f} / {frac_last['adamwpower']:.2f}. "
-                 "Measured, can fail (nothing by construction); per_seed lists each run's late minimum "
-                 "(AdamW, AdamWPower per seed)."),
+                 "inf: the unbiased |G|^2 estimate is <= 0, i.e. the mean gradient is below the estimate's noise "
+                 "floor tr(Sigma)/n (B_noise >~ n examples). +- is a leave-one-group-out jackknife SE (8 groups)."
+                 + decide + " Measured, can fail (nothing by construction); per_seed lists each run's late "
+                 "minimum (AdamW, AdamWPower per seed)."),
     )
     return claim, summary
 

@@ -18,7 +18,6 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 
@@ -101,17 +100,33 @@ def optimizer_drift(
     return {"drift": drift, "se": se}
 
 
-def gradient_noise_scale(model: nn.Module, windows: torch.Tensor, batch_size: int) -> dict[str, float]:
+def _noise_stats(s1: torch.Tensor, s2: torch.Tensor, n: int, batch_size: int) -> dict[str, float]:
+    """B_noise and friends from the per-coordinate sums of n per-example gradients and of their squares."""
+    mean = s1 / n
+    var = (s2 - n * mean * mean).clamp_min(0.0) / (n - 1)  # unbiased per-coordinate variance
+    mu2 = mean * mean - var / n  # unbiased squared mean per coordinate
+    trace, g2 = float(var.sum()), float(mu2.sum())
+    b_noise = trace / g2 if g2 > 0 else float("inf")
+    return {"b_noise": b_noise, "noise_to_signal": b_noise / batch_size, "grad_norm_sq": g2, "trace_cov": trace,
+            "frac_coords_noise_dominated": float((var / batch_size > mu2).double().mean())}
+
+
+def gradient_noise_scale(model: nn.Module, windows: torch.Tensor, batch_size: int, *,
+                         n_groups: int = 8) -> dict[str, float]:
     """Simple gradient noise scale B_noise = tr(Sigma) / |G|^2 at the model's current parameters.
 
     Args:
         model: a TinyLM / HF causal LM; its `.grad`s are left as they were.
         windows: (n, T + 1) training windows, n >= 2, one "example" each (next-token loss over T predictions).
         batch_size: the training batch size B the ratio is reported for.
+        n_groups: groups of examples for the leave-one-group-out jackknife standard error of B_noise / B
+            (used when n >= 2 * n_groups).
     Returns:
         b_noise (examples), noise_to_signal = b_noise / B (> 1: the batch gradient is noise-dominated in
-        aggregate), frac_coords_noise_dominated (coordinates whose batch-gradient noise variance sigma_i^2 / B
-        exceeds their squared mean mu_i^2, both estimated without bias), grad_norm_sq (|G|^2, unbiased) and
+        aggregate; inf when the unbiased |G|^2 estimate is <= 0, i.e. no signal above the estimate's noise),
+        noise_to_signal_se (jackknife; nan without enough examples or with an infinite estimate),
+        frac_coords_noise_dominated (coordinates whose batch-gradient noise variance sigma_i^2 / B exceeds
+        their squared mean mu_i^2, both estimated without bias), grad_norm_sq (|G|^2, unbiased) and
         trace_cov (tr(Sigma)).
     """
     windows = check_tensor(windows, "windows", ndim=2, floating=False)
@@ -119,27 +134,32 @@ def gradient_noise_scale(model: nn.Module, windows: torch.Tensor, batch_size: in
     if n < 2:
         raise ValueError(f"windows must hold at least 2 examples, got {n}")
     batch_size = check_int(batch_size, "batch_size", min=1)
+    n_groups = check_int(n_groups, "n_groups", min=2)
     params = [p for p in model.parameters() if p.requires_grad]
     saved = [None if p.grad is None else p.grad.detach().clone() for p in params]
     total = sum(p.numel() for p in params)
-    s1 = torch.zeros(total, dtype=torch.float64)
-    s2 = torch.zeros(total, dtype=torch.float64)
+    groups = n_groups if n >= 2 * n_groups else 1
+    s1 = torch.zeros(groups, total, dtype=torch.float64)
+    s2 = torch.zeros(groups, total, dtype=torch.float64)
     was = model.training
     model.train()
     for i in range(n):
         model.zero_grad(set_to_none=True)
         lm_loss(model, windows[i:i + 1]).backward()
         g = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in params]).double()
-        s1 += g
-        s2 += g * g
+        s1[i % groups] += g
+        s2[i % groups] += g * g
     model.train(was)
     for p, g in zip(params, saved):
         p.grad = g
-    mean = s1 / n
-    var = (s2 - n * mean * mean).clamp_min(0.0) / (n - 1)  # unbiased per-coordinate variance
-    mu2 = mean * mean - var / n  # unbiased squared mean per coordinate
-    trace = float(var.sum())
-    g2 = float(mu2.sum())
-    b_noise = trace / g2 if g2 > 0 else float("inf")
-    return {"b_noise": b_noise, "noise_to_signal": b_noise / batch_size, "grad_norm_sq": g2, "trace_cov": trace,
-            "frac_coords_noise_dominated": float(np.mean((var / batch_size > mu2).numpy()))}
+    out = _noise_stats(s1.sum(0), s2.sum(0), n, batch_size)
+    se = float("nan")
+    if groups > 1 and math.isfinite(out["noise_to_signal"]):
+        sizes = [len(range(k, n, groups)) for k in range(groups)]
+        loo = [_noise_stats(s1.sum(0) - s1[k], s2.sum(0) - s2[k], n - sizes[k], batch_size)["noise_to_signal"]
+               for k in range(groups)]
+        if all(math.isfinite(v) for v in loo):
+            m = sum(loo) / groups
+            se = math.sqrt((groups - 1) / groups * sum((v - m) ** 2 for v in loo))
+    out["noise_to_signal_se"] = se
+    return out
