@@ -124,7 +124,7 @@ CONFIG_HELP = {
     "workers": "parallel worker processes (0: all CPUs)",
 }
 
-EXPECTED_RUNTIME_S = {"smoke": 15, "small": 280}
+EXPECTED_RUNTIME_S = {"smoke": 15, "small": 320}
 
 
 # ------------------------------------------------------------------------------------------------ config
