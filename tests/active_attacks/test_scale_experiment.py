@@ -66,6 +66,7 @@ def test_paper_path_single_process(tmp_path):
     assert (tmp_path / "ckpt" / "aa_rank0.pt").exists()
 
 
+@pytest.mark.slow  # ~17 s (two processes importing torch, transformers and peft): run with -m slow
 def test_paper_path_two_gloo_ranks_identical_weights(tmp_path):
     cfg = _toy_paper_config(tmp_path)
     path = tmp_path / "cfg.json"

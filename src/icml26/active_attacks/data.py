@@ -123,8 +123,8 @@ class ToxWorld:
         if np.any(q < 0) or q.sum() >= 1:
             raise ValueError(f"q must be non-negative with sum < 1, got {q.tolist()}")
         self.q = tuple(float(x) for x in q)
-        self.min_len = check_int(self.min_len, "min_len", min=1)
-        self.max_len = check_int(self.max_len, "max_len", min=self.min_len)
+        self.min_len = check_int(self.min_len, "min_len", min=1, max=20)
+        self.max_len = check_int(self.max_len, "max_len", min=self.min_len, max=20)  # the paper's max_len
         words = [*FILLER, *TRIGGERS, *(w for ws in HARM_WORDS for w in ws), *REFUSAL_WORDS, *BENIGN_WORDS]
         self.tokenizer = WordTokenizer(words)
         tok = self.tokenizer

@@ -323,8 +323,10 @@ class TabularAttacker(nn.Module):
 
     def __init__(self, vocab_size: int, length: int, prior_logits=None, vocab: Sequence[str] | None = None) -> None:
         super().__init__()
-        self.vocab_size = check_int(vocab_size, "vocab_size", min=1)
-        self.length = check_int(length, "length", min=1)
+        self.vocab_size = check_int(vocab_size, "vocab_size", min=1, max=10_000_000)
+        self.length = check_int(length, "length", min=1, max=10_000)
+        if self.vocab_size * self.length > 50_000_000:
+            raise ValueError(f"vocab_size x length = {self.vocab_size * self.length} logits is too large for a table")
         if prior_logits is None:
             init = torch.zeros(self.length, self.vocab_size)
         else:
