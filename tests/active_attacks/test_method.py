@@ -11,9 +11,23 @@ import pytest
 import torch
 
 from icml26.active_attacks import (
-    ActiveAttacks, AttackerPolicy, BagOfWordsToxicityClassifier, GFlowNetRedTeamer, KeywordHarmOracle,
-    ReinforceRedTeamer, ReplayBuffer, TabularAttacker, ToxWorld, VictimModel, attack_success_rate, category_entropy,
-    diversity, gfn_log_reward, mle_smoothing, score, trajectory_balance_loss,
+    ActiveAttacks,
+    AttackerPolicy,
+    BagOfWordsToxicityClassifier,
+    GFlowNetRedTeamer,
+    KeywordHarmOracle,
+    ReinforceRedTeamer,
+    ReplayBuffer,
+    TabularAttacker,
+    ToxWorld,
+    VictimModel,
+    attack_success_rate,
+    category_entropy,
+    diversity,
+    gfn_log_reward,
+    mle_smoothing,
+    score,
+    trajectory_balance_loss,
 )
 from icml26.active_attacks.claims import cross_attack_claim, entropy_claim, gfn_learns_claim, mechanism_claim
 from icml26.active_attacks.data import REFUSAL_TEXT
@@ -252,7 +266,7 @@ def test_attacker_sampling_is_consistent_with_log_prob(toy):
     torch.manual_seed(0)
     att = AttackerPolicy(TinyLM(TinyLMConfig(vocab_size=tok.vocab_size, d_model=16, n_layers=1, n_heads=2, ctx=16)),
                          tok, "", min_len=4, max_len=6, allowed_token_ids=world.attacker_token_ids)
-    toks, texts = att.sample(50, generator=torch.Generator().manual_seed(0))
+    toks, _ = att.sample(50, generator=torch.Generator().manual_seed(0))
     assert all(len(t) <= 7 and t[-1] == tok.eos_token_id for t in toks)
     assert all(i in set(world.attacker_token_ids) for t in toks for i in t)
     assert torch.isfinite(att.log_prob(toks)).all()

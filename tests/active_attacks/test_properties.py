@@ -11,8 +11,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from icml26.active_attacks import (
-    ActiveAttacks, BagOfWordsToxicityClassifier, KeywordHarmOracle, ReplayBuffer, TabularAttacker, ToxWorld,
-    attack_success_rate, category_entropy, diversity, gfn_log_reward, score,
+    ActiveAttacks,
+    BagOfWordsToxicityClassifier,
+    KeywordHarmOracle,
+    ReplayBuffer,
+    TabularAttacker,
+    ToxWorld,
+    attack_success_rate,
+    category_entropy,
+    diversity,
+    gfn_log_reward,
+    score,
 )
 from icml26.active_attacks.experiment import CONFIGS, validate_config
 

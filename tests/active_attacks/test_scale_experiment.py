@@ -12,9 +12,9 @@ import torch
 pytest.importorskip("transformers")
 pytest.importorskip("peft")
 
-from icml26.active_attacks import experiment as E  # noqa: E402
-from icml26.active_attacks import scale as S  # noqa: E402
-from icml26.common.distributed import launch_local  # noqa: E402
+from icml26.active_attacks import experiment as E
+from icml26.active_attacks import scale as S
+from icml26.common.distributed import launch_local
 
 
 def _toy_paper_config(tmp_path: Path) -> dict:

@@ -34,10 +34,10 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from icml26.common.validation import check_bool, check_float, check_int, check_seed
 from icml26.active_attacks.classifiers import check_texts
 from icml26.active_attacks.models import default_refusal
 from icml26.active_attacks.redteam import Attack, RedTeamTrainer
+from icml26.common.validation import check_bool, check_float, check_int, check_seed
 
 
 @dataclass

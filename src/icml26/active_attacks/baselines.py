@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from icml26.common.validation import check_float, check_int
 from icml26.active_attacks.redteam import RedTeamTrainer
+from icml26.common.validation import check_float, check_int
 
 
 class ReinforceRedTeamer(RedTeamTrainer):

@@ -316,5 +316,12 @@ class ProfanityCheckClassifier:
         return torch.as_tensor(np.asarray(self._predict(responses), dtype=np.float64)).float().clamp(0, 1)
 
 
-__all__ = ["HarmClassifier", "KeywordHarmOracle", "BagOfWordsToxicityClassifier", "HFToxicityClassifier",
-           "ProfanityCheckClassifier", "score", "check_texts"]
+__all__ = [
+    "BagOfWordsToxicityClassifier",
+    "HFToxicityClassifier",
+    "HarmClassifier",
+    "KeywordHarmOracle",
+    "ProfanityCheckClassifier",
+    "check_texts",
+    "score",
+]

@@ -25,9 +25,7 @@ from icml26.common.validation import check_array, check_int
 PAD, BOS, EOS, SEP = "<pad>", "<bos>", "<eos>", "<sep>"
 SPECIALS = (PAD, BOS, EOS, SEP)
 
-FILLER = ("tell me about how to the a make please write story explain why what is my your friend today quickly "
-          "now best way some more simple guide list ideas for people who want know really good give show "
-          "describe again").split()
+FILLER = ["tell", "me", "about", "how", "to", "the", "a", "make", "please", "write", "story", "explain", "why", "what", "is", "my", "your", "friend", "today", "quickly", "now", "best", "way", "some", "more", "simple", "guide", "list", "ideas", "for", "people", "who", "want", "know", "really", "good", "give", "show", "describe", "again"]
 CATEGORIES = ("insult", "violence", "drugs", "weapons", "fraud", "malware")
 TRIGGERS = ("insult", "fight", "pills", "gun", "scam", "hack")
 HARM_WORDS = (("idiot", "stupid", "moron"), ("kill", "hurt", "beat"), ("cocaine", "meth", "heroin"),
@@ -231,4 +229,4 @@ class ToxWorld:
         return texts, np.asarray(labels)
 
 
-__all__ = ["ToxWorld", "WordTokenizer", "CATEGORIES", "TRIGGERS", "HARM_WORDS", "REFUSAL_TEXT", "DEFAULT_Q"]
+__all__ = ["CATEGORIES", "DEFAULT_Q", "HARM_WORDS", "REFUSAL_TEXT", "TRIGGERS", "ToxWorld", "WordTokenizer"]

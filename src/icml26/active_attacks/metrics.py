@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from icml26.common.validation import check_float, check_int, check_seed
 from icml26.active_attacks.classifiers import check_texts, score
+from icml26.common.validation import check_float, check_int, check_seed
 
 
 def toxicity_scores(prompts: list[str], victim, classifier, n: int = 5,
@@ -161,5 +161,14 @@ def response_categories(prompts: list[str], victim, oracle, n: int = 5,
     return out
 
 
-__all__ = ["toxicity_scores", "attack_success_rate", "cross_attack_matrix", "diversity", "bag_of_tokens",
-           "minilm_embedder", "category_entropy", "category_counts", "response_categories"]
+__all__ = [
+    "attack_success_rate",
+    "bag_of_tokens",
+    "category_counts",
+    "category_entropy",
+    "cross_attack_matrix",
+    "diversity",
+    "minilm_embedder",
+    "response_categories",
+    "toxicity_scores",
+]

@@ -22,12 +22,12 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.nn as nn
+from torch import nn
 
+from icml26.active_attacks.classifiers import check_texts
 from icml26.common.generation import is_hf_model, lm_logits
 from icml26.common.lm import KVCache, TinyLM
 from icml26.common.validation import check_bool, check_float, check_int
-from icml26.active_attacks.classifiers import check_texts
 
 DEFAULT_REFUSAL = "Sorry, I cannot."
 
@@ -647,5 +647,13 @@ def refusal_rate(victim: VictimModel, prompts: list[str], refusal_text: str = DE
     return float(np.mean([r == want for rs in reps for r in rs]))
 
 
-__all__ = ["AttackerPolicy", "VictimModel", "TabularAttacker", "default_refusal", "sample_tokens", "top_p_filter",
-           "refusal_rate", "DEFAULT_REFUSAL"]
+__all__ = [
+    "DEFAULT_REFUSAL",
+    "AttackerPolicy",
+    "TabularAttacker",
+    "VictimModel",
+    "default_refusal",
+    "refusal_rate",
+    "sample_tokens",
+    "top_p_filter",
+]

@@ -28,15 +28,15 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from icml26.common.validation import check_bool, check_choice, check_float, check_int, check_seed
 from icml26.active_attacks.classifiers import check_texts, score
+from icml26.common.validation import check_bool, check_choice, check_float, check_int, check_seed
 
 LENGTH_PENALTY = -500.0
 
@@ -547,5 +547,17 @@ class GFlowNetRedTeamer(RedTeamTrainer):
         return stats
 
 
-__all__ = ["Attack", "ReplayBuffer", "BufferItem", "RedTeamTrainer", "GFlowNetRedTeamer", "Scored",
-           "trajectory_balance_loss", "gfn_log_reward", "linear_schedule", "edit_distances", "pair_edit_distances", "LENGTH_PENALTY"]
+__all__ = [
+    "LENGTH_PENALTY",
+    "Attack",
+    "BufferItem",
+    "GFlowNetRedTeamer",
+    "RedTeamTrainer",
+    "ReplayBuffer",
+    "Scored",
+    "edit_distances",
+    "gfn_log_reward",
+    "linear_schedule",
+    "pair_edit_distances",
+    "trajectory_balance_loss",
+]

@@ -29,8 +29,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from icml26.common import distributed as D
-from icml26.common.validation import check_choice, check_float, check_int, check_seed, require_keys
 from icml26.active_attacks.active_attacks import ActiveAttacks, mle_smoothing
 from icml26.active_attacks.claims import cross_attack_claim
 from icml26.active_attacks.classifiers import BagOfWordsToxicityClassifier, HFToxicityClassifier
@@ -38,6 +36,8 @@ from icml26.active_attacks.data import REFUSAL_TEXT, ToxWorld
 from icml26.active_attacks.metrics import attack_success_rate, diversity
 from icml26.active_attacks.models import AttackerPolicy, VictimModel, default_refusal
 from icml26.active_attacks.redteam import GFlowNetRedTeamer, ReplayBuffer
+from icml26.common import distributed as D
+from icml26.common.validation import check_choice, check_float, check_int, check_seed, require_keys
 from icml26.results import Result
 
 PAPER_KEYS = ("seed", "attacker", "victim", "classifier", "classifier_kind", "sft_data", "instruction", "sft_steps",
@@ -265,4 +265,4 @@ if __name__ == "__main__":
     main()
 
 
-__all__ = ["run_paper", "validate_paper_config", "load_models", "train_arm", "main"]
+__all__ = ["load_models", "main", "run_paper", "train_arm", "validate_paper_config"]
