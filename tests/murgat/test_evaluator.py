@@ -266,6 +266,7 @@ def test_llm_judge_with_stub_generators():
         j = LLMJudge(lambda m, r=reply: r)
         assert j.entails("The man picks up the cup", c, MEDIA) is want
         assert j.is_verifiable("The man picks up the cup", "") is want
+        assert j.n_unparsed == (2 if reply in ("%%garbage%%", "piano") else 0)
     seen = []
     j = LLMJudge(lambda m: seen.append(m) or "YES", cache={})
     j.entails("The man picks up the cup", c, MEDIA)

@@ -661,10 +661,12 @@ def claim_llm_judge(cfg: dict[str, Any], seed: int) -> tuple[Claim, dict[str, An
     meas = {"llm_agreement": float(np.mean(lm == h)), "timeline_agreement": float(np.mean(tl == h)),
             "llm_kappa": kappa(lm, h), "timeline_kappa": kappa(tl, h), "llm_yes_rate": float(np.mean(lm)),
             "n_facts": int(len(h)), "human_vs_oracle_agreement": float(np.mean(h == o)),
-            "llm_calls_made": judge.n_calls, "seconds": time.perf_counter() - t0}
+            "llm_unparsed_replies": judge.n_unparsed, "llm_calls_made": judge.n_calls,
+            "seconds": time.perf_counter() - t0}
     return Claim(measured=meas, held=True,
                  details=f"{len(h)} facts of seed {seed} ({int(o.sum())} supported by the gold rule). SmolLM2 says YES "
-                         f"to {meas['llm_yes_rate']:.0%}; its agreement with the human labels is "
+                         f"to {meas['llm_yes_rate']:.0%} ({judge.n_unparsed} replies were neither YES nor NO, e.g. it "
+                         "echoed the claim; they count as NO); its agreement with the human labels is "
                          f"{meas['llm_agreement']:.3f} (kappa {meas['llm_kappa']:.3f}) vs "
                          f"{meas['timeline_agreement']:.3f} "
                          f"(kappa {meas['timeline_kappa']:.3f}) for the rule-based judge. Replies cached on disk "

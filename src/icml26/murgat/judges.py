@@ -1106,7 +1106,7 @@ class LLMJudge:
         self.allowed_modalities = allowed_modalities
         self.transcript_pad = check_float(transcript_pad, "transcript_pad", min=0.0)
         self.n_calls = 0
-        self.raw_replies: list[tuple[str, str]] = []
+        self.n_unparsed = 0  # YES/NO replies that said neither (counted as NO)
 
     def _ask(self, messages: list[dict[str, Any]], key: str) -> str:
         if self.cache is not None and key in self.cache:
@@ -1136,7 +1136,13 @@ class LLMJudge:
         _check_text(sentence, "sentence")
         _check_text(context, "context")
         reply = self._ask_text(self.prompts["verifiable"].format(sentence=sentence, context=context))
-        return bool(parse_yes_no(reply))
+        return self._verdict(reply)
+
+    def _verdict(self, reply: str) -> bool:
+        v = parse_yes_no(reply)
+        if v is None:
+            self.n_unparsed += 1
+        return bool(v)
 
     def decompose(self, sentence: str, context: str = "") -> list[AtomicFact]:
         _check_text(sentence, "sentence")
@@ -1192,4 +1198,4 @@ class LLMJudge:
         else:
             prompt = self.prompts["entails"].format(fact=fact_text, evidence=self.transcript(valid, media))
             reply = self._ask_text(prompt)
-        return bool(parse_yes_no(reply))
+        return self._verdict(reply)
