@@ -98,7 +98,7 @@ CONFIG_HELP: dict[str, str] = {
     "max_items": "paper: use only the first N items (0 = all)",
 }
 
-EXPECTED_RUNTIME_S = {"smoke": 5, "small": 150}
+EXPECTED_RUNTIME_S = {"smoke": 5, "small": 110}
 
 
 # ------------------------------------------------------------------------------------------------ config
