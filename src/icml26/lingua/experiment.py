@@ -402,10 +402,17 @@ def run(config: dict[str, Any]) -> Result:
     t0 = time.perf_counter()
     smol = _smollm2(cfg, outs[0]["prompts"]) if keep else {"status": "off"}
     t_smol = time.perf_counter() - t0
+    from icml26.lingua.synthetic import WorldConfig, calibration_report
+
+    t0 = time.perf_counter()
+    calib = calibration_report(WorldConfig(noise_sigma=cfg["noise_sigma"]), seed=100,
+                               n_videos=20 if cfg["scale"] == "small" else 2, tau_delta=cfg["tau_delta"])
+    t_cal = time.perf_counter() - t0
     result = Result(slug=SLUG, scale=cfg["scale"], config=config)
     metrics = _metrics(cfg, outs)
     metrics["smollm2"] = smol
-    metrics["timings"] = {"seeds_wall_s": t_seeds, "smollm2_s": t_smol,
+    metrics["world_calibration_seed100"] = calib
+    metrics["timings"] = {"seeds_wall_s": t_seeds, "smollm2_s": t_smol, "calibration_s": t_cal,
                           "per_seed": {o["seed"]: o["timings"] for o in outs}}
     result.metrics = metrics
     result.claims = _claims(cfg, outs, metrics, smol)
