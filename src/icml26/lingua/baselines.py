@@ -4,8 +4,8 @@
   same LLM over the raw caption list: no typed memory, no scripts, no verification (LLoVi-style "dense-frame
   methods"). Grounding is post-hoc frame localisation as in the NExT-GQA baselines around the cited caption's
   frame t*: "pm1" = [t* - 1 s, t* + 1 s] (spec 6.2) and "threshold" = the run of frames around t* whose relevance
-  (cosine of caption + its SRL roles and question + answer) is >= `rel_fraction` x the maximum, one-frame dips tolerated (review
-  note 3: the gate compares against this stronger grounder; "pm1" is reported beside it).
+  (cosine of caption + its SRL roles and question + answer) is >= `rel_fraction` x the maximum, one-frame dips
+  tolerated (review note 3: the gate compares against this stronger grounder; "pm1" is reported beside it).
 - `UniformSamplingAgent`: LINGUA with `budget` evenly spaced frames instead of event-driven ones (isolates frame
   selection; everything else, memory included, is LINGUA's).
 - LINGUA without learning is `LinguaAgent(LinguaConfig(learning=False))`; the ablations of spec section 4 are the

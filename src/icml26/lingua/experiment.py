@@ -532,11 +532,12 @@ def _claims(cfg, outs, m, smol) -> list[Claim]:
     per_seed = {o["seed"]: (_report([o], "lingua")["acc@gqa_iou"], _report([o], "dense")["acc@gqa_iou"]) for o in outs}
     claims.append(claim_grounding(
         gqa_l, gqa_d, acc_l, acc_d, cl, nb,
-        extra=(f"Per seed Acc@GQA LINGUA/Dense: " + ", ".join(f"s{s}: {a:.3f}/{b:.3f}" for s, (a, b) in
+        extra=("Per seed Acc@GQA LINGUA/Dense: " + ", ".join(f"s{s}: {a:.3f}/{b:.3f}" for s, (a, b) in
                                                                per_seed.items())
                + f". Dense with the spec's [t*-1 s, t*+1 s] span: Acc@GQA {gqa_pm1.mean():.3f}. Accuracy LINGUA "
                f"{acc_l.mean():.3f} vs Dense {acc_d.mean():.3f}; grounded-given-correct (IoU >= 0.5) LINGUA "
-               f"{h['lingua']['grounded_given_correct_iou']:.3f} vs Dense {h['dense']['grounded_given_correct_iou']:.3f}"
+               f"{h['lingua']['grounded_given_correct_iou']:.3f} vs Dense "
+               f"{h['dense']['grounded_given_correct_iou']:.3f}"
                f" (learned scripts raise LINGUA's accuracy, hence its Acc@GQA too: review note 3). Official NExT-GQA "
                f"IoP variant: {h['lingua']['acc@gqa_iop']:.3f} vs {h['dense']['acc@gqa_iop']:.3f}; mIoU "
                f"{h['lingua']['miou']:.3f} vs {h['dense']['miou']:.3f}.")))
@@ -544,7 +545,7 @@ def _claims(cfg, outs, m, smol) -> list[Claim]:
     brief = ["brief"]
     claims.append(claim_uniform(
         rec_l, rec_u, cl, nb,
-        extra=(f"Per seed recall LINGUA/Uniform: " + ", ".join(
+        extra=("Per seed recall LINGUA/Uniform: " + ", ".join(
             f"s{o['seed']}: {_report([o], 'lingua')['event_recall']:.3f}/{_report([o], 'uniform')['event_recall']:.3f}"
             for o in outs) + f"; on brief-step questions {_arm(outs, 'lingua', 'recall', brief).mean():.3f} vs "
             f"{_arm(outs, 'uniform', 'recall', brief).mean():.3f}. Accuracy (reported, not gated) LINGUA "
@@ -561,9 +562,10 @@ def _claims(cfg, outs, m, smol) -> list[Claim]:
         c["dense_wall_per_question_s"],
         extra=(f"Wall per question LINGUA {c['lingua_wall_per_question_s'] * 1e3:.1f} ms vs Dense "
                f"{c['dense_wall_per_question_s'] * 1e3:.1f} ms; LINGUA's encoder+detector pass over every frame costs "
-               f"{per_frame_cost * 1e3:.3f} ms/frame here vs {per_cap * 1e3:.3f} ms per symbolic caption. Cost model with "
-               f"a real VLM (caption cost c, per-frame encoder+detector cost e): speed-up = 1 / (call ratio + e/c); the "
-               f"paper's 2.6x at our call ratio {ret:.3f} implies e/c = {implied:.3f}, i.e. the per-frame pass, not the "
+               f"{per_frame_cost * 1e3:.3f} ms/frame here vs {per_cap * 1e3:.3f} ms per symbolic caption. Cost model "
+               f"with a real VLM (caption cost c, per-frame encoder+detector cost e): speed-up = 1 / (call ratio + "
+               f"e/c); the paper's 2.6x at our call ratio {ret:.3f} implies e/c = {implied:.3f}, i.e. the per-frame "
+               "pass, not the "
                "captions, bounds the saving (why 2.6x, not 1/retention).")))
     acc_f, acc_n = _arm(outs, "lingua"), _arm(outs, "nolearn")
     w, ns = int(cfg["window"]), int(cfg["n_stream"])
@@ -574,7 +576,7 @@ def _claims(cfg, outs, m, smol) -> list[Claim]:
     g = m["gain_ceiling"]
     claims.append(claim_continual(
         acc_f, acc_n, cl, nb,
-        extra=(f"Per seed final/learning=False: " + ", ".join(
+        extra=("Per seed final/learning=False: " + ", ".join(
             f"s{o['seed']}: {_report([o], 'lingua')['accuracy']:.3f}/{_report([o], 'nolearn')['accuracy']:.3f}"
             for o in outs) + f". Held-out accuracy after 0/.../{ns} stream videos: "
             + ", ".join(f"{k[4:]}: {v:.3f}" for k, v in sorted(snaps.items(), key=lambda x: int(x[0][4:])))
@@ -594,7 +596,8 @@ def _claims(cfg, outs, m, smol) -> list[Claim]:
         {"nolearn": float(np.mean(wn))}, "<= +0.04 (report, review note 7)", float(np.mean(wn)) <= 0.04, False,
         f"per seed {_fmt(wn)}; the true difference is 0 (videos are i.i.d.), so this measures window noise.", ""))
     fo = [(_report([o], "forget")["accuracy"],
-           float(np.mean([r["correct"] for r in o["records"] if r["arm"] == "stream" and r["video"] < cfg["n_forget"]])))
+           float(np.mean([r["correct"] for r in o["records"]
+                          if r["arm"] == "stream" and r["video"] < cfg["n_forget"]])))
           for o in outs]
     diff_f = [a - b for a, b in fo]
     claims.append(Claim(

@@ -73,7 +73,7 @@ class ExpectedUtilityRanker:
         pre = script.preconditions
         if not pre or not observed:
             return 0.0
-        words, O = _cache if _cache is not None else self._observed(observed)
+        words, obs = _cache if _cache is not None else self._observed(observed)
         sem = [p for p in pre if not _MENTION.match(p)]
         vals = []
         for p in pre:
@@ -84,7 +84,7 @@ class ExpectedUtilityRanker:
                 vals.append(float(hit if m[1] == "requires_mention" else not hit))
         if sem:
             P = self.embedder.encode(sem)
-            vals += list(np.clip((P @ O.T).max(1), 0.0, None))
+            vals += list(np.clip((P @ obs.T).max(1), 0.0, None))
         return float(np.mean(vals))
 
     def _observed(self, observed: Sequence[str]) -> tuple[set[str], np.ndarray]:
@@ -158,8 +158,8 @@ class ActionVerifier:
         if not observed:
             return 0.0
         E = self.embedder.encode(list(expected))
-        O = self.embedder.encode(observed)
-        return float(np.mean((E @ O.T).max(1) > self.gamma_post))
+        obs = self.embedder.encode(observed)
+        return float(np.mean((E @ obs.T).max(1) > self.gamma_post))
 
     @staticmethod
     def temporal_consistency(durations: Sequence[float], stats: Sequence[tuple[float, float] | None]) -> float:

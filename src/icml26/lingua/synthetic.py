@@ -4,7 +4,8 @@ A video is a (T, H, W, C) float32 array at `fps` frames per second on an H x W g
 Channels: one per object type (a 2x2 blob at the object's position; 0.5 when idle, 1.0 while it is the held
 patient of the current action), one per verb (a 3x3 "pose" glyph of the person while performing it), one walk
 channel (the glyph while walking or standing), one hand channel (2x2 on the manipulated object) and one state channel
-(objects that are open / on / full). Sensor noise N(0, noise_sigma) is added to every pixel (each frame adds one of 97 noise frames drawn once per world).
+(objects that are open / on / full). Sensor noise N(0, noise_sigma) is added to every pixel (each frame adds one of
+97 noise frames drawn once per world).
 
 A video is 3-5 distinct activities (ordered scripted steps with mean durations, +-20 %) separated by walking gaps,
 with idle time at both ends. Within an action the pose glyph shifts every 1.5-2 s ("progress" changes, review note
@@ -443,7 +444,7 @@ class KitchenWorld:
                 frames[f0:f1, r:r + 2, c:c + 2, self.obj_channel(o)] = cfg.obj_intensity
                 if seg_state[si][o]:
                     frames[f0:f1, r:r + 2, c:c + 2, self.state_channel] = 0.5
-        for k, e in enumerate(events):  # the held patient is brighter while it is being handled
+        for e in events:  # the held patient is brighter while it is being handled
             f0, f1 = e["f_s"], min(T, e["f_e"])
             if f1 > f0:
                 si = int(np.searchsorted(seg_start, f0, side="right")) - 1
