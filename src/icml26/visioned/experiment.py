@@ -258,8 +258,10 @@ def v2_claim(err_pre: Sequence[np.ndarray], err_pc: Sequence[np.ndarray], err_me
     m = paired_ratio_ci(err_pc, err_mean, n_boot, ci, seed + 1)
     vm = paired_ratio_ci(err_pre, err_mean, n_boot, ci, seed + 2)
     unit = target.rsplit("_", 1)[-1]
-    learned = ("the point-cloud model beats the training-mean predictor clearly (whole interval < 1)" if m["hi"] < 1
-               else "the point-cloud model does NOT clearly beat the training-mean predictor (interval reaches 1): "
+    learned = (f"the point-cloud model beats the training-mean predictor (whole interval < 1), by "
+               f"{1 - m['ratio']:.0%} of its MAE" + (": only a little, so V2 compares an image model with one that "
+                                                     "learned little" if m["ratio"] > 0.9 else "")
+               if m["hi"] < 1 else "the point-cloud model does NOT clearly beat the training-mean predictor (interval reaches 1): "
                     "V2 then compares an image model with one that learned little")
     return Claim(
         "V2", "ED images beat ED point clouds.",
