@@ -63,7 +63,8 @@ def test_regime_claim_flips_with_the_noise_scale():
     quiet, summary = regime_claim(_noise(1.5), [0, 1], 4000, 16)
     assert not quiet.held and "NOT noise-dominated" in summary
     vague = _noise(10.0)
-    vague["adamw_s0"]["2000"] = {"noise_to_signal": 1.2, "noise_to_signal_se": 0.3, "frac_coords_noise_dominated": 0.5}
+    vague["adamw_s0"]["2000"] = {"noise_to_signal": 1.2, "noise_to_signal_se": 0.3, "excess_noise": 1e-4,
+                                 "excess_noise_se": 1e-4, "frac_coords_noise_dominated": 0.5}
     claim, _ = regime_claim(vague, [0, 1], 4000, 16)
     assert claim.held and "Undecided at this sample size" in claim.details and "adamw_s0 step 2000" in claim.details
 
@@ -89,6 +90,7 @@ def test_gradient_noise_scale_known_answers():
     g2 = float((mean ** 2).sum()) - trace / 6
     assert out["trace_cov"] == pytest.approx(trace, rel=1e-6) and out["grad_norm_sq"] == pytest.approx(g2, rel=1e-6)
     assert g2 > 0 and out["noise_to_signal"] == pytest.approx(trace / g2 / 4, rel=1e-6)
+    assert out["excess_noise"] == pytest.approx(trace / 4 - g2, rel=1e-6)
     noisy = gradient_noise_scale(model, torch.randint(0, 64, (3, 17), generator=g), 4)
     if noisy["grad_norm_sq"] <= 0:  # the unbiased |G|^2 estimate fell below zero: no measurable signal
         assert noisy["b_noise"] == float("inf")

@@ -108,6 +108,7 @@ def _noise_stats(s1: torch.Tensor, s2: torch.Tensor, n: int, batch_size: int) ->
     trace, g2 = float(var.sum()), float(mu2.sum())
     b_noise = trace / g2 if g2 > 0 else float("inf")
     return {"b_noise": b_noise, "noise_to_signal": b_noise / batch_size, "grad_norm_sq": g2, "trace_cov": trace,
+            "excess_noise": trace / batch_size - g2,
             "frac_coords_noise_dominated": float((var / batch_size > mu2).double().mean())}
 
 
@@ -125,6 +126,8 @@ def gradient_noise_scale(model: nn.Module, windows: torch.Tensor, batch_size: in
         b_noise (examples), noise_to_signal = b_noise / B (> 1: the batch gradient is noise-dominated in
         aggregate; inf when the unbiased |G|^2 estimate is <= 0, i.e. no signal above the estimate's noise),
         noise_to_signal_se (jackknife; nan without enough examples or with an infinite estimate),
+        excess_noise = tr(Sigma)/B - |G|^2 (> 0 exactly when noise_to_signal > 1; linear in the sums, so its
+        jackknife SE excess_noise_se is the one to test the regime with),
         frac_coords_noise_dominated (coordinates whose batch-gradient noise variance sigma_i^2 / B exceeds
         their squared mean mu_i^2, both estimated without bias), grad_norm_sq (|G|^2, unbiased) and
         trace_cov (tr(Sigma)).
@@ -153,13 +156,18 @@ def gradient_noise_scale(model: nn.Module, windows: torch.Tensor, batch_size: in
     for p, g in zip(params, saved):
         p.grad = g
     out = _noise_stats(s1.sum(0), s2.sum(0), n, batch_size)
-    se = float("nan")
-    if groups > 1 and math.isfinite(out["noise_to_signal"]):
+    out["noise_to_signal_se"] = out["excess_noise_se"] = float("nan")
+    if groups > 1:
         sizes = [len(range(k, n, groups)) for k in range(groups)]
-        loo = [_noise_stats(s1.sum(0) - s1[k], s2.sum(0) - s2[k], n - sizes[k], batch_size)["noise_to_signal"]
-               for k in range(groups)]
-        if all(math.isfinite(v) for v in loo):
-            m = sum(loo) / groups
-            se = math.sqrt((groups - 1) / groups * sum((v - m) ** 2 for v in loo))
-    out["noise_to_signal_se"] = se
+        loo = [_noise_stats(s1.sum(0) - s1[k], s2.sum(0) - s2[k], n - sizes[k], batch_size) for k in range(groups)]
+
+        def jackknife(vals: list[float]) -> float:
+            if not all(math.isfinite(v) for v in vals):
+                return float("nan")
+            m = sum(vals) / groups
+            return math.sqrt((groups - 1) / groups * sum((v - m) ** 2 for v in vals))
+
+        if math.isfinite(out["noise_to_signal"]):
+            out["noise_to_signal_se"] = jackknife([d["noise_to_signal"] for d in loo])
+        out["excess_noise_se"] = jackknife([d["excess_noise"] for d in loo])
     return out
