@@ -38,7 +38,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from icml26.common.validation import check_array, check_choice, check_float, check_int, check_seed, check_tensor
-from icml26.usb.coupling import balanced_plan, bridge_sample, bridge_targets, semi_relaxed_uot, unbalanced_plan
+from icml26.usb.coupling import _bridge_sample, _bridge_targets, balanced_plan, semi_relaxed_uot, unbalanced_plan
 from icml26.usb.rates import growth_penalty, split_birth_death
 from icml26.usb.simulate import MODES, SimulationResult, simulate_population
 
@@ -593,9 +593,10 @@ class UnbalancedSchrodingerBridge(FittedDynamics):
         dev = x0.device
         tau_c = tau.reshape(-1, 1)
         if self._bridge:
-            xt, _, noise = bridge_sample(x0, x1, tau, self.sigma, dt, gen)
-            std = self.sigma * torch.sqrt(dt.reshape(-1, 1) * tau_c * (1 - tau_c))
-            u, _ = bridge_targets(x0, x1, xt, tau, self.sigma, dt)
+            dt_c = dt.reshape(-1, 1)
+            xt, _, noise = _bridge_sample(x0, x1, tau_c, self.sigma, dt_c, gen)
+            std = self.sigma * torch.sqrt(dt_c * tau_c * (1 - tau_c))
+            u, _ = _bridge_targets(x0, x1, xt, tau_c, self.sigma, dt_c)
         else:  # CFM: x_tau = mu + sigma eps (constant width), u = (x1 - x0)/dt
             noise = torch.randn(x0.shape, generator=gen).to(dev)
             xt = (1 - tau_c) * x0 + tau_c * x1 + self.sigma * noise

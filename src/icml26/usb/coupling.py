@@ -292,6 +292,11 @@ def bridge_sample(
         (x_tau, mu, eps): (B, d) sample, bridge mean, and the standard normal noise used.
     """
     x0, x1, tau, dt_t, sigma = _check_bridge(x0, x1, tau, sigma, dt)
+    return _bridge_sample(x0, x1, tau, sigma, dt_t, generator)
+
+
+def _bridge_sample(x0, x1, tau, sigma: float, dt_t, generator):
+    """`bridge_sample` on checked inputs (tau and dt as (B, 1) columns): the training loop's fast path."""
     mu = (1.0 - tau) * x0 + tau * x1
     noise_device = generator.device if generator is not None else x0.device
     eps = torch.randn(x0.shape, generator=generator, dtype=x0.dtype, device=noise_device).to(x0.device)
@@ -315,6 +320,11 @@ def bridge_targets(
     """
     x0, x1, tau, dt_t, sigma = _check_bridge(x0, x1, tau, sigma, dt)
     x_tau = check_tensor(x_tau, "x_tau", shape=tuple(x0.shape))
+    return _bridge_targets(x0, x1, x_tau, tau, sigma, dt_t)
+
+
+def _bridge_targets(x0, x1, x_tau, tau, sigma: float, dt_t):
+    """`bridge_targets` on checked inputs (tau and dt as (B, 1) columns): the training loop's fast path."""
     mu = (1.0 - tau) * x0 + tau * x1
     dev = x_tau - mu
     u = (x1 - x0) / dt_t + (1.0 - 2.0 * tau) / (2.0 * tau * (1.0 - tau) * dt_t) * dev
