@@ -221,3 +221,12 @@ def test_seed_decision_arithmetic():
     assert "decides" in experiment.seed_decision([0.1, 0.12], 0.2, "x")
     assert "cannot decide" in experiment.seed_decision([0.1, 0.3], 0.25, "x")
     assert math.isclose(float(experiment.seed_decision([1.0, 3.0], 0.0, "x").split("mean ")[1].split(",")[0]), 2.0)
+
+
+def test_underflowing_coupling_still_matches_the_target_masses():
+    # cost / eps ~ 770: POT's plan underflows to ~1e-302 (was returned as is); the log-domain solver is used
+    from icml26.usb import semi_relaxed_uot
+
+    p = semi_relaxed_uot([[0.0], [0.1]], [[3.0], [3.2], [2.9]], eps=0.0117)
+    np.testing.assert_allclose(p.plan.sum(0), 1.0, rtol=1e-6)
+    np.testing.assert_allclose((p.a * p.row_factor).sum(), 3.0, rtol=1e-6)

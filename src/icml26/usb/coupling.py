@@ -168,14 +168,19 @@ def semi_relaxed_uot(
             plan = ot.unbalanced.sinkhorn_unbalanced(
                 a, b, c, reg=eps_n, reg_m=(float(reg_m), np.inf), reg_type="kl", method=method,
                 numItermax=int(num_iter), stopThr=stop_thr)
-            if np.isfinite(plan).all() and plan.sum() > 0:
+            if _target_ok(plan, b):
                 break
-    if plan is None or not np.isfinite(plan).all() or plan.sum() <= 0:
+    if plan is None or not _target_ok(plan, b):   # under/overflow (e.g. cost / eps ~ 1e3): log domain
         plan = _log_semi_relaxed(a, b, c, eps_n, float(reg_m), int(num_iter), stop_thr)
     r = plan.sum(1) / a
     r = np.clip(r, math.exp(-LOG_R_CLIP), math.exp(LOG_R_CLIP))
     return UOTPlan(plan=plan, row_factor=r, log_growth=np.log(r) / dt, a=a, b=b, eps=float(eps),
                    reg_m=float(reg_m), dt=float(dt), cost_scale=scale)
+
+
+def _target_ok(plan: np.ndarray, b: np.ndarray, rtol: float = 1e-6) -> bool:
+    """A usable semi-relaxed plan: finite, and its columns carry the target masses (the hard constraint)."""
+    return bool(np.isfinite(plan).all() and plan.sum() > 0 and np.abs(plan.sum(0) / b - 1).max() <= rtol)
 
 
 def _log_semi_relaxed(a, b, c, eps, reg_m, num_iter, tol):
