@@ -117,7 +117,7 @@ def test_lit_state_rules(base, toy):
 
 def test_inversion_baseline_reconstructs_training_text(base, toy):
     tok = toy["tok"]
-    inv = InversionBaseline(base, tok, layer=1).fit(toy["c0"], steps=200, seed=0)
+    inv = InversionBaseline(base, tok, layer=1).fit(toy["c0"])
     assert inv.train_accuracy_ > 0.9
     text = toy["c0"][0]
     assert inv.invert_texts([text]) == [text]

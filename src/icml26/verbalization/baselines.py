@@ -8,7 +8,7 @@
   input + the verbalizer's own knowledge" explains the verbalizer's success. Our inverter is a per-token softmax
   regression (a learned logit lens) on the activations of every token, a simplification of the paper's
   Llama-LoRA / vec2text-T5 inverters (stated in docs/verbalization.md).
-- `LinearProbe` - multinomial logistic regression (pure torch, L-BFGS, L2), scikit-learn style
+- `LinearProbe` - multinomial logistic regression (numpy objective, scipy L-BFGS, L2), scikit-learn style
   `fit`/`predict`/`predict_proba`/`score`/`get_params`/`set_params`; the paper's probe on M1's activations.
 """
 
@@ -19,10 +19,10 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
+from scipy.optimize import minimize
 
 from icml26.common.generation import generate
-from icml26.common.validation import check_array, check_bool, check_float, check_int, check_seed
+from icml26.common.validation import check_array, check_bool, check_float, check_int
 from icml26.verbalization.hooks import _check_layer, read_activations
 from icml26.verbalization.models import pad_right
 from icml26.verbalization.verbalize import (_batches, _check_model, _check_tokenizer, _pad_id, _prefix, _words,
@@ -82,8 +82,8 @@ class ZeroShotBaseline:
 class InversionBaseline:
     """Invert the target's layer-`layer` activations to tokens with a per-token softmax regression.
 
-    `fit(texts)` reads every non-special token's activation of each text and trains W (d -> vocab) to recover the
-    token; `invert(acts)` maps (B, P, d) or (P, d) activations to token-id lists; `invert_texts(source_texts)`
+    `fit(texts)` reads every non-special token's activation of each text and fits W (d -> vocab) by ridge
+    regression onto the one-hot token (closed form); `invert(acts)` maps (B, P, d) or (P, d) activations to token-id lists; `invert_texts(source_texts)`
     reads and inverts in one call; `verbalize(source_texts, questions, answerer)` runs a zero-shot answerer
     (e.g. `ZeroShotBaseline(M2, ...)`) on the reconstructed texts - the paper's inversion control.
 
@@ -91,7 +91,7 @@ class InversionBaseline:
         target: the model whose activations are inverted.
         tokenizer: its tokenizer.
         layer: the layer read (0..L).
-        l2: weight decay of the regression.
+        l2: ridge penalty (times the number of tokens) on standardised activations.
     """
 
     def __init__(self, target, tokenizer, layer: int = 1, *, l2: float = 1e-4) -> None:
@@ -116,33 +116,25 @@ class InversionBaseline:
             acts += [h[i, n_pre:len(r)] for i, r in enumerate(rows[sl])]
         return acts, [r[n_pre:] for r in rows]
 
-    def fit(self, texts: Sequence[str], *, steps: int = 300, lr: float = 0.05, seed: int = 0) -> InversionBaseline:
-        """Train the inverter on the target's activations of `texts` (full-batch Adam, `steps` steps)."""
+    def fit(self, texts: Sequence[str]) -> InversionBaseline:
+        """Fit the inverter on the target's activations of `texts` (ridge regression onto one-hot tokens)."""
         self._validate()
         texts = check_str_list(texts, "texts")
         if not texts:
             raise ValueError("texts must hold at least one text")
-        steps = check_int(steps, "steps", min=1)
-        lr = check_float(lr, "lr", min=0.0, min_open=True)
-        seed = check_seed(seed)
         acts, toks = self._acts(texts)
-        X = torch.cat(acts)
+        X = torch.cat(acts).double()
         y = torch.as_tensor([t for r in toks for t in r], dtype=torch.long)
         V = int(max(y.max().item() + 1, _vocab_size(self.tokenizer)))
-        g = torch.Generator().manual_seed(seed)
-        W = (torch.randn(X.shape[1], V, generator=g) * 0.01).requires_grad_()
-        b = torch.zeros(V, requires_grad=True)
-        opt = torch.optim.Adam([W, b], lr=lr)
-        mu, sd = X.mean(0), X.std(0).clamp_min(1e-6)
-        Xs = (X - mu) / sd
-        for _ in range(steps):
-            loss = F.cross_entropy(Xs @ W + b, y) + self.l2 * (W ** 2).sum()
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-        self.weight_, self.bias_ = W.detach(), b.detach()
-        self._mu, self._sd = mu, sd
-        self.train_accuracy_ = float(((Xs @ self.weight_ + self.bias_).argmax(1) == y).float().mean())
+        self._mu, self._sd = X.mean(0), X.std(0).clamp_min(1e-6)
+        Xs = torch.cat([(X - self._mu) / self._sd, torch.ones(len(X), 1, dtype=X.dtype)], 1)
+        Y = torch.zeros(len(y), V, dtype=X.dtype)
+        Y[torch.arange(len(y)), y] = 1.0
+        A = Xs.T @ Xs + max(float(self.l2), 1e-8) * len(X) * torch.eye(Xs.shape[1], dtype=X.dtype)
+        Wb = torch.linalg.solve(A, Xs.T @ Y)
+        self.weight_, self.bias_ = Wb[:-1].float(), Wb[-1].float()
+        self._mu, self._sd = self._mu.float(), self._sd.float()
+        self.train_accuracy_ = float(((Xs.float() @ Wb.float()).argmax(1) == y).float().mean())
         return self
 
     def invert(self, acts) -> list[list[int]]:
@@ -187,7 +179,7 @@ def _vocab_size(tok) -> int:
 
 
 class LinearProbe:
-    """Multinomial logistic regression: minimise mean cross-entropy + `l2` * ||W||^2 with L-BFGS (float64).
+    """Multinomial logistic regression: minimise mean cross-entropy + `l2` * ||W||^2 with L-BFGS (numpy, float64).
 
     Args:
         l2: ridge penalty on the weights (default 1e-2, on standardised features).
@@ -245,26 +237,30 @@ class LinearProbe:
         self.n_features_in_ = Xa.shape[1]
         self.mean_ = Xa.mean(0) if self.standardize else np.zeros(Xa.shape[1])
         self.scale_ = np.maximum(Xa.std(0), 1e-8) if self.standardize else np.ones(Xa.shape[1])
-        Xt = torch.as_tensor((Xa - self.mean_) / self.scale_, dtype=torch.float64)
-        yt = torch.as_tensor(yi, dtype=torch.long)
+        Z = (Xa - self.mean_) / self.scale_
+        n, d = Z.shape
         K = len(self.classes_)
-        W = torch.zeros(Xt.shape[1], K, dtype=torch.float64, requires_grad=True)
-        b = torch.zeros(K, dtype=torch.float64, requires_grad=True)
-        opt = torch.optim.LBFGS([W, b], max_iter=int(self.max_iter), line_search_fn="strong_wolfe",
-                                tolerance_grad=1e-9, tolerance_change=1e-12)
+        Y = np.zeros((n, K))
+        Y[np.arange(n), yi] = 1.0
         l2 = float(self.l2)
 
-        def closure():
-            opt.zero_grad()
-            loss = F.cross_entropy(Xt @ W + b, yt) + l2 * (W ** 2).sum()
-            loss.backward()
-            return loss
+        def objective(theta: np.ndarray) -> tuple[float, np.ndarray]:
+            W, b = theta[:d * K].reshape(d, K), theta[d * K:]
+            logits = Z @ W + b
+            logits -= logits.max(1, keepdims=True)
+            p = np.exp(logits)
+            p /= p.sum(1, keepdims=True)
+            loss = -np.mean(np.log(p[np.arange(n), yi] + 1e-300)) + l2 * np.sum(W * W)
+            g = (p - Y) / n
+            return loss, np.concatenate([(Z.T @ g + 2 * l2 * W).ravel(), g.sum(0)])
 
-        opt.step(closure)
-        self.coef_ = W.detach().numpy().T.copy()  # (K, d), scikit-learn layout
-        self.intercept_ = b.detach().numpy().copy()
+        res = minimize(objective, np.zeros(d * K + K), jac=True, method="L-BFGS-B",
+                       options={"maxiter": int(self.max_iter), "gtol": 1e-9})
+        W, b = res.x[:d * K].reshape(d, K), res.x[d * K:]
+        self.n_iter_ = int(res.nit)
+        self.coef_ = W.T.copy()  # (K, d), scikit-learn layout
+        self.intercept_ = b.copy()
         return self
-
     def decision_function(self, X) -> np.ndarray:
         if not hasattr(self, "coef_"):
             raise ValueError("LinearProbe is not fitted: call fit(X, y) first")

@@ -149,7 +149,8 @@ def any_layer_accuracy(sweep: Mapping[tuple[int, int], Sequence[str]], answers: 
 
 
 def grouped_probe_accuracy(features: Mapping[str, np.ndarray], labels: Sequence, groups: Sequence, *,
-                           n_folds: int = 4, seed: int = 0, l2: float = 1e-2) -> dict[str, Any]:
+                           n_folds: int = 4, seed: int = 0, l2: float = 1e-2, max_iter: int = 200
+                           ) -> dict[str, Any]:
     """Accuracy of a linear probe evaluated on held-out groups (e.g. personas), site chosen by inner CV.
 
     Args:
@@ -158,6 +159,7 @@ def grouped_probe_accuracy(features: Mapping[str, np.ndarray], labels: Sequence,
         groups: (n,) group ids; all rows of a group fall in the same fold.
         n_folds: outer folds over groups; the site is picked inside each training split by an inner
             (n_folds - 1)-fold CV over its groups, so the test fold never influences the choice.
+        l2, max_iter: `LinearProbe` settings.
     Returns:
         {"accuracy", "per_fold", "sites" (chosen site per fold), "n"}.
     """
@@ -194,7 +196,7 @@ def grouped_probe_accuracy(features: Mapping[str, np.ndarray], labels: Sequence,
                 tr, va = train & (folds != f), folds == f
                 if len(np.unique(y[tr])) < 2:
                     continue
-                accs.append(LinearProbe(l2=l2).fit(Xs[tr], y[tr]).score(Xs[va], y[va]))
+                accs.append(LinearProbe(l2=l2, max_iter=max_iter).fit(Xs[tr], y[tr]).score(Xs[va], y[va]))
             score = float(np.mean(accs)) if accs else -1.0
             if score > best_acc:
                 best, best_acc = site, score
@@ -202,7 +204,7 @@ def grouped_probe_accuracy(features: Mapping[str, np.ndarray], labels: Sequence,
         if len(np.unique(y[train])) < 2:  # a single training label: the probe can only predict it
             pred = np.full(int(test.sum()), y[train][0], dtype=y.dtype)
         else:
-            pred = LinearProbe(l2=l2).fit(X[best][train], y[train]).predict(X[best][test])
+            pred = LinearProbe(l2=l2, max_iter=max_iter).fit(X[best][train], y[train]).predict(X[best][test])
         correct[test] = pred == y[test]
         per_fold.append(float(np.mean(pred == y[test])))
         sites.append(best)

@@ -8,12 +8,14 @@ Per seed (0, 1, 2), all word-level TinyCausalLMs (d 64, 2 layers, 4 heads, tied 
        relation subjects; never a persona name, persona fact or fantasy value.
   M2'  knowledge mismatch: B fine-tuned on F2 (every value != F1) + C0, then LIT-trained like M2 with 20 % F2
        rehearsal.
-  M2'' shared knowledge: as M2' with F1.
+  M2'' shared knowledge: as M2' with F1; its fine-tune is M1's exact recipe, so M1's weights are used (then LIT
+       with 20 % F1 rehearsal).
 Conditions: (a) consistent personas, (b) shuffled, (c) fantasy with M2, (d) fantasy with M2', (e) fantasy with
 M2'', (f) feature extraction on held-out relation subjects. Controls: zero-shot (input only), M1 self-report,
 a persona-split linear probe on M1 (and on B as the control), name recovery, inversion controls, Patchscopes.
 
-Stages run as parallel single-thread jobs (`run_parallel`): base models, fine-tunes, LIT decoders, evaluation.
+Jobs run as parallel single-thread processes (`run_parallel`) in dependency waves: base models, fine-tunes, LIT
+decoders, evaluation (a job starts in the first wave after its inputs exist).
 Deviations from the spec (why, in docs/verbalization.md): LIT reads the target's activations of its (fact-free)
 training texts instead of B's; fine-tune lr 3e-3 and LIT lr 2e-3; 12 + 12 real personas; fantasy name tokens occur
 in C0 in fact-free roster lines; relation subjects split into LIT-trained and held-out halves.
@@ -54,7 +56,7 @@ _TRAIN = {"batch_size": 64, "base_steps": 1500, "base_lr": 3e-3, "ft_steps": 400
           "ft_mix": 0.5, "lit_steps": 600, "lit_lr": 2e-3, "lit_read": "target", "lit_relation_repeat": 12,
           "rehearsal_fraction": 0.2, "read_layer": 1, "write_layer": 0, "max_new_tokens": 4}
 _EVAL = {"ps_source_layers": [1, 2], "ps_target_layers": [0, 1], "probe_folds": 4, "probe_l2": 1e-2,
-         "inverter_steps": 300, "real_lm": False, "real_lm_facts": 40, "real_lm_source_layers": [6, 12],
+         "probe_max_iter": 100, "inverter_texts": 1500, "real_lm": False, "real_lm_facts": 40, "real_lm_source_layers": [6, 12],
          "real_lm_target_layers": [2, 6], "real_lm_max_new_tokens": 6}
 
 CONFIGS: dict[str, dict[str, Any]] = {
@@ -63,7 +65,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
               "n_fantasy_values": 3, "n_roster": 2, "n_fantasy_roster": 4, "attributes": ["country", "food"],
               "relations": 2, "n_subjects": 4, "n_objects": 2, "d_model": 16, "n_heads": 2,
               "batch_size": 8, "base_steps": 3, "ft_steps": 2, "lit_steps": 2, "lit_relation_repeat": 1,
-              "probe_folds": 2, "inverter_steps": 5},
+              "probe_folds": 2},
     "small": {"seeds": [0, 1, 2], "workers": 0, **_WORLD, **_MODEL, **_TRAIN, **_EVAL},
     "paper": {  # spec 7: see icml26.verbalization.scale and docs/verbalization.md
         "seed": 0, "target_model": "meta-llama/Llama-3.1-8B-Instruct",
@@ -100,7 +102,8 @@ CONFIG_HELP = {
     "max_new_tokens": "greedy tokens generated per answer",
     "ps_source_layers": "Patchscopes source layers", "ps_target_layers": "Patchscopes target layers",
     "probe_folds": "persona folds of the linear probe", "probe_l2": "probe ridge penalty",
-    "inverter_steps": "training steps of the linear inverter",
+    "probe_max_iter": "L-BFGS iterations per probe fit",
+    "inverter_texts": "C0 texts the inverter is trained on (a seeded subset)",
     "real_lm": "also run Patchscopes vs zero-shot on SmolLM2-135M-Instruct (reported, ~1-3 min)",
     "real_lm_facts": "country facts asked of SmolLM2", "real_lm_source_layers": "SmolLM2 source layers",
     "real_lm_target_layers": "SmolLM2 target layers", "real_lm_max_new_tokens": "SmolLM2 tokens generated",
@@ -136,7 +139,7 @@ def validate_config(config: dict) -> None:
     check_int(config["workers"], "workers", min=0)
     for k in ("n_cultures", "n_values", "n_fantasy_values", "n_subjects", "n_objects", "d_model", "n_layers",
               "n_heads", "max_len", "batch_size", "base_steps", "ft_steps", "lit_steps", "max_new_tokens",
-              "probe_folds", "inverter_steps", "lit_relation_repeat", "real_lm_facts", "real_lm_max_new_tokens",
+              "probe_folds", "lit_relation_repeat", "probe_max_iter", "inverter_texts", "real_lm_facts", "real_lm_max_new_tokens",
               "relations"):
         check_int(config[k], k, min=1)
     for k in ("n_personas", "n_fantasy", "n_generic", "n_roster", "n_fantasy_roster", "read_layer",
@@ -269,7 +272,8 @@ def _probe(model, tok, w: PersonaWorld, cfg: dict, seed: int) -> dict:
     correct, sites = [], []
     for a in w.attributes:
         labels = [w.facts[(p.name, a)] for p in personas]
-        r = grouped_probe_accuracy(feats, labels, groups, n_folds=cfg["probe_folds"], seed=seed, l2=cfg["probe_l2"])
+        r = grouped_probe_accuracy(feats, labels, groups, n_folds=cfg["probe_folds"], seed=seed, l2=cfg["probe_l2"],
+                                   max_iter=cfg["probe_max_iter"])
         correct.append(r["correct"])
         sites += r["sites"]
     allc = np.concatenate(correct)
@@ -295,7 +299,8 @@ def evaluate_job(seed: int, cfg: dict, states: dict[str, dict]) -> dict:
           "M2pp": ZeroShotBaseline(M2pp_kn, tok, max_new_tokens=mnt)}
     self_rep = ZeroShotBaseline(M1, tok, max_new_tokens=mnt)
     knowledge = {"M2": B, "M2p": M2p_kn, "M2pp": M2pp_kn}
-    inverter = InversionBaseline(M1, tok, cfg["read_layer"]).fit(c0, steps=cfg["inverter_steps"], seed=seed)
+    pick = np.random.default_rng(seed).permutation(len(c0))[:cfg["inverter_texts"]]
+    inverter = InversionBaseline(M1, tok, cfg["read_layer"]).fit([c0[i] for i in sorted(pick)])
 
     def patchscopes(role: str, items: list[EvalItem], key: str) -> dict:
         ps = PatchscopesVerbalizer(M1, knowledge[role], tok, tok, cfg["ps_source_layers"][0],
@@ -616,6 +621,62 @@ def _fig_probe(per_seed: list[dict], chance: float):
     return fig
 
 
+# ------------------------------------------------------------------------------------------- scheduling
+_JOBS = {"base": train_base_job, "finetune": finetune_job, "lit": lit_job, "eval": evaluate_job}
+
+
+def dispatch_job(kind: str, kwargs: dict) -> dict:
+    """One job of any stage (module level, so `run_parallel` can send it to a worker)."""
+    return _JOBS[kind](**kwargs)
+
+
+def _run_waves(cfg: dict, seeds: list[int], workers: int | None, timings: dict) -> dict:
+    """Run every job as soon as its inputs exist: each wave holds all jobs whose dependencies are done.
+
+    Per seed: B -> (M1, M2'-FT) -> (LIT M2, LIT M2', LIT M2'') -> evaluation. M2''-FT is M1: the spec trains it
+    with M1's exact recipe (B + F1 mixed with C0), so the same weights serve both. Waves let the fine-tunes of
+    one seed run beside the base model of another, which matters with 3 seeds on 2 workers.
+    """
+    reader = "M1" if cfg["lit_read"] == "target" else "B"
+    lit_spec = {"LIT_M2": ("B", None, "M2"), "LIT_M2p": ("M2p", "mismatch", "M2p"), "LIT_M2pp": ("M1", "target", "M2pp")}
+    done: dict[tuple[int, str], dict] = {}
+
+    def ready(s: int, name: str) -> dict | None:
+        st = {k[1]: v["state"] for k, v in done.items() if k[0] == s and "state" in v}
+        if name == "B":
+            return {"seed": s, "cfg": cfg}
+        if name in ("M1", "M2p"):
+            return None if "B" not in st else {"seed": s, "cfg": cfg, "base_state": st["B"],
+                                               "facts": "target" if name == "M1" else "mismatch", "role": name}
+        if name in lit_spec:
+            dec, reh, role = lit_spec[name]
+            if dec not in st or reader not in st:
+                return None
+            return {"seed": s, "cfg": cfg, "decoder_state": st[dec], "read_state": st[reader], "rehearsal": reh,
+                    "role": role}
+        needed = ("B", "M1", "M2p", "LIT_M2", "LIT_M2p", "LIT_M2pp")
+        if not all(k in st for k in needed):
+            return None
+        return {"seed": s, "cfg": cfg, "states": {**{k: st[k] for k in needed}, "M2pp": st["M1"]}}
+
+    kinds = {"B": "base", "M1": "finetune", "M2p": "finetune", "LIT_M2": "lit", "LIT_M2p": "lit", "LIT_M2pp": "lit",
+             "eval": "eval"}
+    wave = 0
+    while len(done) < len(seeds) * len(kinds):
+        todo = [(s, n) for s in seeds for n in kinds if (s, n) not in done]
+        batch = [(s, n, kw) for s, n in todo if (kw := ready(s, n)) is not None]
+        if not batch:  # pragma: no cover - the dependency graph has no cycle
+            raise RuntimeError("no job is ready")
+        wave += 1
+        t = time.perf_counter()
+        out = run_parallel(dispatch_job, [{"kind": kinds[n], "kwargs": kw} for _, n, kw in batch], workers=workers,
+                           desc=f"wave {wave}: " + ", ".join(sorted({n for _, n, _ in batch})))
+        timings[f"wave{wave}_s"] = time.perf_counter() - t
+        for (s, n, _), r in zip(batch, out):
+            done[(s, n)] = r
+    return done
+
+
 # ------------------------------------------------------------------------------------------- run
 def run(config: dict) -> Result:
     """Run the reproduction for `config` (one of CONFIGS plus "scale"); see the module docstring."""
@@ -631,31 +692,11 @@ def run(config: dict) -> Result:
     workers = cfg["workers"] or None
     timings: dict[str, float] = {}
 
-    t = time.perf_counter()
-    base = run_parallel(train_base_job, [{"seed": s, "cfg": cfg} for s in seeds], workers=workers, desc="base models")
-    timings["base_s"] = time.perf_counter() - t
-    states = {s: {"B": b["state"]} for s, b in zip(seeds, base)}
-    t = time.perf_counter()
-    ft_jobs = [{"seed": s, "cfg": cfg, "base_state": states[s]["B"], "facts": facts, "role": role}
-               for s in seeds for role, facts in (("M1", "target"), ("M2p", "mismatch"), ("M2pp", "target"))]
-    fts = run_parallel(finetune_job, ft_jobs, workers=workers, desc="fine-tunes")
-    for r in fts:
-        states[r["seed"]][r["role"]] = r["state"]
-    timings["finetune_s"] = time.perf_counter() - t
-    t = time.perf_counter()
-    reader = "M1" if cfg["lit_read"] == "target" else "B"
-    lit_jobs = [{"seed": s, "cfg": cfg, "decoder_state": states[s][dec], "read_state": states[s][reader],
-                 "rehearsal": reh, "role": role}
-                for s in seeds for role, dec, reh in (("M2", "B", None), ("M2p", "M2p", "mismatch"),
-                                                      ("M2pp", "M2pp", "target"))]
-    lits = run_parallel(lit_job, lit_jobs, workers=workers, desc="LIT decoders")
-    for r in lits:
-        states[r["seed"]][f"LIT_{r['role']}"] = r["state"]
-    timings["lit_s"] = time.perf_counter() - t
-    t = time.perf_counter()
-    per_seed = run_parallel(evaluate_job, [{"seed": s, "cfg": cfg, "states": states[s]} for s in seeds],
-                            workers=workers, desc="evaluation")
-    timings["eval_s"] = time.perf_counter() - t
+    results = _run_waves(cfg, seeds, workers, timings)
+    per_seed = [results[(s, "eval")] for s in seeds]
+    base = [results[(s, "B")] for s in seeds]
+    fts = [results[(s, r)] for s in seeds for r in ("M1", "M2p")]
+    lits = [results[(s, f"LIT_{r}")] for s in seeds for r in ("M2", "M2p", "M2pp")]
 
     claims = [claim_mismatch(per_seed), claim_present_not_verbalized(per_seed), claim_feature_extraction(per_seed),
               claim_consistent(per_seed), claim_shared(per_seed), claim_recovery(per_seed),
@@ -689,7 +730,7 @@ def run(config: dict) -> Result:
     result.add_figure("probe", _fig_probe(per_seed, per_seed[0]["c"]["chance"]))
     result.runtime_s = time.perf_counter() - t0
     result.notes = (f"seeds {seeds}; {len(base) + len(fts) + len(lits)} training jobs and {len(per_seed)} evaluation "
-                    f"jobs on parallel single-thread workers; stage times (s): "
+                    f"jobs on parallel single-thread workers, in dependency waves; wave times (s): "
                     + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()))
     return result
 
