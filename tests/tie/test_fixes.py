@@ -155,3 +155,10 @@ def test_piecewise_poisson_arrivals_counts_and_order():
         piecewise_poisson_arrivals([1.0], [1.0, 2.0])
     with pytest.raises(ValueError, match="durations"):
         piecewise_poisson_arrivals([1.0], [0.0])
+
+
+def test_censored_fit_is_finite_when_a_row_is_all_censored():
+    mu, sigma, ks = fit_logt([[1.0], [6.0]], nu=305.0, censor_at=6.0, n_iter=1)  # found by the property test
+    assert np.all(np.isfinite(mu)) and np.all(sigma > 0) and np.all(np.isfinite(ks))
+    mu2, _, _ = fit_logt([[3.0, 6.0, 6.0], [6.0, 6.0, 6.0]], censor_at=6.0)
+    assert np.isfinite(mu2).all() and mu2[1] == pytest.approx(np.log(6.0))  # all censored: the lower bound

@@ -14,7 +14,9 @@ samples and censors the mean at 2028 but the CVaR at 2048 (spec §2.4); we use L
 `fit_logt` is the vectorised EM/IRLS maximum-likelihood fit over many prompts with ν fixed (spec §2.2).
 Right-censoring at `censor_at` is a reconstruction [R] (the official fitting script is not released): when
 asked for, the EM estimate is refined by maximising the censored likelihood (uncensored log-density plus
-log-survival of the censored lengths) with L-BFGS over all prompts at once.
+log-survival of the censored lengths) with L-BFGS over all prompts at once (sigma kept >= sigma_floor). A prompt
+whose every length is censored has no finite maximum-likelihood estimate (mu -> inf); it keeps the uncensored
+estimate, a lower bound.
 """
 
 from __future__ import annotations
@@ -400,23 +402,34 @@ def _censored_refine(y, m, mu, sigma, censor_at, sigma_floor, logpdf, logsf, ste
 
     c = np.log(censor_at)
     cens = (y >= c - 1e-12) & m
-    if not cens.any():
+    # a row whose every length is censored has no finite maximum (the likelihood grows as mu -> inf): it keeps its
+    # uncensored EM estimate, a lower bound; the others are refined jointly
+    rows = np.flatnonzero(cens.any(1) & (cens.sum(1) < m.sum(1)))
+    if rows.size == 0:
         return mu, sigma
-    Y = torch.as_tensor(y, dtype=torch.float64)
-    M = torch.as_tensor(m & ~cens, dtype=torch.float64)
-    C = torch.as_tensor(cens.sum(1), dtype=torch.float64)
-    p_mu = torch.tensor(mu, dtype=torch.float64, requires_grad=True)
-    p_ls = torch.tensor(np.log(sigma), dtype=torch.float64, requires_grad=True)
+    mu, sigma = mu.copy(), sigma.copy()
+    y_r, m_r, cens_r = y[rows], m[rows], cens[rows]
+    Y = torch.as_tensor(y_r, dtype=torch.float64)
+    M = torch.as_tensor(m_r & ~cens_r, dtype=torch.float64)
+    C = torch.as_tensor(cens_r.sum(1), dtype=torch.float64)
+    p_mu = torch.tensor(mu[rows], dtype=torch.float64, requires_grad=True)
+    p_ls = torch.tensor(np.log(sigma[rows]), dtype=torch.float64, requires_grad=True)
     opt = torch.optim.LBFGS([p_mu, p_ls], max_iter=steps, line_search_fn="strong_wolfe")
+    log_floor = float(np.log(sigma_floor))
 
     def closure():
         opt.zero_grad()
-        s = torch.exp(p_ls)
+        ls = torch.clamp(p_ls, min=log_floor)  # sigma >= sigma_floor: a lone uncensored length cannot collapse it
+        s = torch.exp(ls)
         z = (Y - p_mu[:, None]) / s[:, None]
-        ll = ((logpdf(z) - p_ls[:, None]) * M).sum() + (C * logsf((c - p_mu) / s)).sum()
+        ll = ((logpdf(z) - ls[:, None]) * M).sum() + (C * logsf((c - p_mu) / s)).sum()
         loss = -ll
         loss.backward()
         return loss
 
     opt.step(closure)
-    return p_mu.detach().numpy(), np.maximum(np.exp(p_ls.detach().numpy()), sigma_floor)
+    new_mu = p_mu.detach().numpy()
+    new_sigma = np.maximum(np.exp(p_ls.detach().numpy()), sigma_floor)
+    ok = np.isfinite(new_mu) & np.isfinite(new_sigma)  # a failed line search keeps the EM estimate of its row
+    mu[rows[ok]], sigma[rows[ok]] = new_mu[ok], new_sigma[ok]
+    return mu, sigma
