@@ -91,7 +91,7 @@ CONFIG_HELP: dict[str, str] = {
 }
 
 # measured under the shared lock on 2 cores (docs/tie.md); paper: a rough GPU estimate
-EXPECTED_RUNTIME_S = {"smoke": 15, "small": 190, "paper": 7200}
+EXPECTED_RUNTIME_S = {"smoke": 15, "small": 170, "paper": 7200}
 
 POLICIES = ["fcfs", "ssjf", "ssjf16", "ltr", "ltr16", "sjf_median", "sjf_mean", "tie", "tie_nostarv", "oracle"]
 LABELS = {"fcfs": "FCFS", "ssjf": "SSJF (1 sample)", "ssjf16": "SSJF (16 samples)", "ltr": "LTR (1 sample)",
