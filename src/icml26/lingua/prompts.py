@@ -20,7 +20,8 @@ _HEADER = "You answer multiple-choice questions about a video from its linguisti
 _OBS = "Observations (id | start-end in seconds | roles | narrative):"
 _SCR = "Procedural scripts, best expected utility first (id | actions | goal | reliability | utility):"
 _REFL = "Reflection: these scripts failed verification:"
-_INSTR = ('Reply with the letter of the best option and the id of the supporting observation, e.g. "B [3]".')
+# no concrete example letter: small LMs copy it ("B [3]" for every question)
+_INSTR = "Reply with the letter of the best option, then the id of the supporting observation in brackets."
 
 
 @dataclass(frozen=True)
