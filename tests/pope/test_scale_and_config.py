@@ -104,17 +104,16 @@ def test_claim_c_flips_with_the_accuracy_gap():
 
 # ---------------------------------------------------------------------------------- torchrun, 2 gloo ranks
 def test_paper_scale_loop_as_two_gloo_ranks_ends_with_identical_weights(tmp_path):
-    pytest.importorskip("transformers")
     from icml26.common import distributed as D
 
     proc = D.launch_local(Path(__file__).with_name("ddp_scale.py"), [tmp_path], nproc=2, timeout=240)
     assert proc.stdout.count("world 2 losses") == 1  # rank-0-only logging
     r0, r1 = torch.load(tmp_path / "rank0.pt"), torch.load(tmp_path / "rank1.pt")
-    assert r0.keys() == r1.keys() and any(k.endswith("pos_encoding.delta") for k in r0)
+    assert r0.keys() == r1.keys() and any(k.endswith("encoding.delta") for k in r0)
     for k in r0:
         assert torch.equal(r0[k], r1[k]), k
-    from icml26.pope.scale import build_model
+    from icml26.pope.models import TinyDecoder
 
     torch.manual_seed(0)
-    init = build_model("tiny", "pope", 256, 16).state_dict()
+    init = TinyDecoder(256, 32, 1, 2, 16, "pope").state_dict()
     assert any(not torch.equal(init[k], r0[k]) for k in init)  # it trained

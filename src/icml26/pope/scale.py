@@ -37,6 +37,7 @@ import torch
 import torch.nn.functional as F
 
 from icml26.common import distributed as D
+from icml26.common.generation import lm_logits
 from icml26.common.validation import check_bool, check_choice, check_float, check_int, check_seed
 from icml26.pope.claims import (
     DECOUPLING_DEFAULTS,
@@ -210,27 +211,32 @@ def extrapolation_losses(model, tokens, lengths: list[int], n_windows: int, devi
         for i in range(n_windows):
             w = torch.from_numpy(np.asarray(tokens[i * (T + 1):(i + 1) * (T + 1)], dtype=np.int64))[None].to(device)
             with amp:
-                logits = model(input_ids=w[:, :-1]).logits
+                logits = lm_logits(model, w[:, :-1])
             total += float(F.cross_entropy(logits[0].float(), w[0, 1:]))
         out[str(T)] = total / n_windows
     model.train()
     return out
 
 
-def train_arm(config: dict, arm: str, *, env: D.DistEnv | None = None, return_model: bool = False) -> dict[str, Any]:
+def train_arm(config: dict, arm: str, *, env: D.DistEnv | None = None, model: torch.nn.Module | None = None,
+              return_model: bool = False) -> dict[str, Any]:
     """Train one arm with the paper-scale loop (AdamW, warmup + cosine, grad accumulation, bf16, DDP/FSDP2).
 
     Under torchrun (`icml26.common.distributed`: nccl on GPUs, gloo on CPU) every rank draws its own batches
     (seed * 1000 + rank) and DDP averages the gradients, so all ranks end with the same weights; one process
-    without torchrun is the single-GPU run. `return_model` adds the trained (unwrapped) model as out["model"].
+    without torchrun is the single-GPU run. `model` replaces the `MODELS` Llama (e.g. a `TinyDecoder` with this
+    arm's encoding, seeded by the caller; checkpoints then need `out_dir=""` or a model with `save_pretrained`).
+    `return_model` adds the trained (unwrapped) model as out["model"].
     """
     env = D.init_distributed() if env is None else env
     world, rank, device = env.world_size, env.rank, env.device
     train, vocab = load_tokens(config["data_dir"], "train")
     val, _ = load_tokens(config["data_dir"], "val")
     extrap = val if not config["extrap_data_dir"] else load_tokens(config["extrap_data_dir"], "val")[0]
-    torch.manual_seed(config["seed"])
-    model = build_model(config["model"], arm, vocab, config["ctx"]).to(device)
+    if model is None:
+        torch.manual_seed(config["seed"])
+        model = build_model(config["model"], arm, vocab, config["ctx"])
+    model = model.to(device)
     if world > 1 and config["fsdp"]:
         from torch.distributed.fsdp import fully_shard
 
@@ -268,7 +274,7 @@ def train_arm(config: dict, arm: str, *, env: D.DistEnv | None = None, return_mo
             b = _batch(train, config["batch_size"], config["ctx"], rng, device)
             sync = nullcontext() if (micro == accum - 1 or world == 1 or config["fsdp"]) else train_model.no_sync()
             with sync, amp:
-                logits = train_model(input_ids=b[:, :-1]).logits
+                logits = lm_logits(train_model, b[:, :-1])  # HF model or TinyLM, DDP-wrapped or not
                 loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), b[:, 1:].reshape(-1)) / accum
             loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
