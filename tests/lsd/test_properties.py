@@ -5,7 +5,7 @@ input, never a silent truncation."""
 import warnings
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -39,6 +39,7 @@ def test_coupling(x, mu_d, mu_t, sigma, u):
 
 @SETTINGS
 @given(timestep=SMALL, friction=SMALL, kT=SMALL, masses=ARRAY)
+@example(timestep=3.557264742912355e+207, friction=1.0, kT=1.021547899740211e+202, masses=1)  # overflowed to inf
 def test_baoab(timestep, friction, kT, masses):
     integ = valid_or_named(lambda: BAOAB(timestep=timestep, friction=friction, kT=kT, masses=masses),
                            ["timestep", "friction", "kT", "masses"])

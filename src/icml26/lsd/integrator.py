@@ -99,7 +99,13 @@ class BAOAB:
         self._half_h_over_m = 0.5 * h / m
         self._drift = 0.5 * h * (1.0 + c)                        # (h/2)(1+c)
         self._two_over_h = 2.0 / h
-        self._sigma = 0.5 * h * np.sqrt((1.0 - c * c) * self.kT / m)  # sigma_x,i = (h/2) s_i, (N, 1)
+        with np.errstate(over="ignore", invalid="ignore"):
+            self._sigma = 0.5 * h * np.sqrt((1.0 - c * c) * self.kT / m)  # sigma_x,i = (h/2) s_i, (N, 1)
+            finite = np.all(np.isfinite(self._h_over_m)) and np.all(np.isfinite(self._sigma))
+        if not finite:
+            self._n = None
+            raise ValueError(f"timestep={h!r}, kT={self.kT!r} and masses give a non-finite step or noise scale "
+                             "(float overflow); use physical units (e.g. fs, kJ/mol, amu)")
 
     def _check(self, n_atoms: int) -> None:
         if getattr(self, "_n", None) != n_atoms:
