@@ -122,6 +122,20 @@ def test_bad_data_names_the_argument(data):
         est.predict_interval(np.full((1, 3), np.inf))
 
 
+@pytest.mark.parametrize("make", [lambda: _cq(), lambda: NexCP(LinearRegression()),
+                                  lambda: EnbPI(LinearRegression(), n_bootstrap=3, random_state=0)])
+def test_feature_count_must_match_the_point_model(data, make):
+    X, y = data
+    est = make().fit(X[:150], y[:150])
+    with pytest.raises(ValueError, match="X_conformalize must have 3 feature"):
+        est.conformalize(X[150:230, :2], y[150:230])
+    est.conformalize(X[150:230], y[150:230])
+    for call in (lambda: est.predict_interval(X[230:232, :2]), lambda: est.update(X[230:232, :2], y[230:232]),
+                 lambda: est.rolling_predict_interval(X[230:240, :2], y[230:240])):
+        with pytest.raises(ValueError, match="X must have 3 feature"):
+            call()
+
+
 def test_cf_curve_and_metrics_refuse_truncation_and_nan():
     with pytest.raises(ValueError, match="refine"):
         CornishFisherQuantileCurve(refine=2.5)

@@ -166,6 +166,7 @@ class OnlineIntervalRegressor(BaseEstimator):
         p = self._validate_params()
         X, y = check_Xy(X_train, y_train, "X_train", "y_train")
         self.is_conformalized_ = False
+        self.n_features_in_ = X.shape[1]
         if self.estimator is None:
             from sklearn.linear_model import LinearRegression
 
@@ -179,13 +180,23 @@ class OnlineIntervalRegressor(BaseEstimator):
         return self
 
     def predict(self, X) -> np.ndarray:
-        """Point forecasts (n,)."""
+        """Point forecasts (n,) for X (n, d) with the d feature columns the point model was fitted on."""
+        return self._predict(X, "X")
+
+    def _predict(self, X, name: str) -> np.ndarray:
         if not hasattr(self, "estimator_"):
             if self.prefit is True and self.estimator is not None:
                 self.estimator_ = self.estimator
             else:
                 raise RuntimeError(f"{type(self).__name__} is not fitted; call fit(X_train, y_train) first")
-        return np.asarray(self.estimator_.predict(check_X(X)), dtype=float).ravel()
+        X = check_X(X, name)
+        d = getattr(self, "n_features_in_", None)
+        if d is None:                                   # prefit without fit: the estimator's own count, if any
+            d = getattr(self.estimator_, "n_features_in_", None)
+        if d is not None and X.shape[1] != d:
+            raise ValueError(f"{name} must have {d} feature column(s), as the point model was fitted on; "
+                             f"got shape {X.shape}")
+        return np.asarray(self.estimator_.predict(X), dtype=float).ravel()
 
     # ---------------------------------------------------------------- conformal API
     def conformalize(self, X_conformalize, y_conformalize) -> OnlineIntervalRegressor:
@@ -194,7 +205,7 @@ class OnlineIntervalRegressor(BaseEstimator):
         X, y = check_Xy(X_conformalize, y_conformalize, "X_conformalize", "y_conformalize")
         self.levels_ = p["levels"]
         self._p = p                     # validated parameters of this online state (read by the hooks)
-        self._conformalize_scores(X, y, self.predict(X))
+        self._conformalize_scores(X, y, self._predict(X, "X_conformalize"))
         self._mark_conformalized()
         return self
 

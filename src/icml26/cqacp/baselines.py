@@ -246,6 +246,7 @@ class EnbPI(OnlineIntervalRegressor):
         """Build the block-bootstrap ensemble; its LOO residuals start the residual window."""
         p = self._validate_params()
         X, y = check_Xy(X_train, y_train, "X_train", "y_train")
+        self.n_features_in_ = X.shape[1]
         self.ensemble_, self.bootstrap_indices_, loo, keep = bootstrap_loo(
             self.estimator, X, y, p["n_bootstrap"], p["block_length"], p["random_state"])
         self.estimator_ = EnsembleMean(self.ensemble_)

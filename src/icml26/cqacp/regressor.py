@@ -160,6 +160,7 @@ class CQACPRegressor(OnlineIntervalRegressor):
             return super().fit(X_train, y_train)
         X, y = check_Xy(X_train, y_train, "X_train", "y_train")
         self.is_conformalized_ = False
+        self.n_features_in_ = X.shape[1]
         self.ensemble_, _, loo, keep = bootstrap_loo(self.estimator, X, y, p["n_bootstrap"], p["block_length"],
                                                      p["random_state"])
         self._enbpi_scores = self._score(y[keep], loo[keep])
