@@ -269,3 +269,6 @@ def test_uniform_baseline_uses_the_budget(world):
         u.observe(v, budget=0)
     with pytest.raises(ValueError, match="budget"):
         u.observe(v, budget=1.5)
+    assert u.observe(v, budget=1.0).kept_idx == list(range(v.n_frames))  # a float is a fraction
+    with pytest.raises(ValueError, match="budget"):
+        u.observe(v, budget=v.n_frames + 1)

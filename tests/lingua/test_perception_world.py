@@ -47,9 +47,11 @@ def test_affordance_set_changes_keep_frames():
 
 def test_uniform_indices():
     assert uniform_indices(10, 5) == [1, 3, 5, 7, 9]
-    assert uniform_indices(3, 10) == [0, 1, 2]
+    assert uniform_indices(3, 3) == [0, 1, 2]
     with pytest.raises(ValueError, match="budget"):
         uniform_indices(10, 0)
+    with pytest.raises(ValueError, match="budget"):  # never silently capped at n_frames
+        uniform_indices(3, 10)
 
 
 def test_world_is_deterministic_and_well_formed():

@@ -139,7 +139,8 @@ class UniformSamplingAgent(LinguaAgent):
 
     @staticmethod
     def _check_budget(budget) -> int | float:
-        if isinstance(budget, float) and not float(budget).is_integer():
+        # a float is always a fraction (1.0 = every frame), an int a frame count
+        if isinstance(budget, float):
             return check_float(budget, "budget", min=0.0, max=1.0, min_open=True)
         return check_int(budget, "budget", min=1)
 

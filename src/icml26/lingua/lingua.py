@@ -238,10 +238,11 @@ def select_frames(embeddings: Any, affordance_sets: list[frozenset] | None = Non
 
 def uniform_indices(n_frames: int, budget: int) -> list[int]:
     """`budget` evenly spaced frame indices of an `n_frames` video (centre of each of `budget` equal bins);
-    at most 10**7 frames (92 h at 30 fps)."""
+    at most 10**7 frames (92 h at 30 fps). A budget above `n_frames` is an error (never silently capped)."""
     n_frames = check_int(n_frames, "n_frames", min=1, max=10**7)
     budget = check_int(budget, "budget", min=1)
-    budget = min(budget, n_frames)
+    if budget > n_frames:
+        raise ValueError(f"budget must be <= n_frames ({n_frames}), got {budget}")
     return sorted({int((k + 0.5) * n_frames / budget) for k in range(budget)})
 
 
