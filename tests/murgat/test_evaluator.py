@@ -117,7 +117,8 @@ def test_attribute_fact_calls_and_errors():
 
 def test_oracle_judge_rule():
     j = OracleEntailmentJudge()
-    c = lambda t: parse_citations(t)
+    def c(t):
+        return parse_citations(t)
     assert j.supports(["v"], c("(visual, 0:10-0:12)"), MEDIA)
     assert not j.supports(["v"], c("(audio, 0:10-0:12)"), MEDIA)  # right range, wrong modality
     assert not j.supports(["w"], c("(visual, 0:00-1:00)"), MEDIA)  # whole video for a 3 s event: broadness cap

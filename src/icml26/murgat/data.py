@@ -288,7 +288,8 @@ def _caption_agent(ch: Mapping[str, Any], lex: WordTables, rng: np.random.Genera
 
 def _caption(ev: Event, cast: Mapping[str, Mapping[str, Any]], lex: WordTables, rng: np.random.Generator) -> str:
     s = ev.slots
-    pick = lambda xs: xs[rng.integers(len(xs))]
+    def pick(xs):
+        return xs[rng.integers(len(xs))]
     if s["type"] == "action":
         return f"{_caption_agent(cast[s['agent']], lex, rng)} {pick(lex.actions[s['action']])} the " \
                f"{pick(lex.objects[s['object']])}"

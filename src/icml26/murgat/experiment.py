@@ -308,7 +308,7 @@ def claim_alignment(seeds: list[dict[str, Any]], margin: float = 0.2, n_boot: in
             metric=f"within-responder Pearson r of auto vs human {label} (both centred by responder mean, pooled "
                    "over the 7 responders), per seed; ceiling = the flip-free oracle evaluator's r",
             measured={"within_r": rs, "ceiling_r": cs, "auto_minus_ceiling_ci95": cis},
-            threshold=f">= ceiling - {margin:g} on every seed", held=held, gate=True,
+            threshold=f">= ceiling - {margin:g} on every seed", held=held, gate=True, per_seed=rs,
             details="; ".join(lines) + "." + note + " Can fail: verifiability, decomposition, pronoun and caption-"
                     "matching errors of the automatic pipeline lower r. The ceiling itself is capped by the "
                     "simulated human's 5% judgment flips (the flip-free evaluator judges exactly by the gold rule).",
@@ -344,7 +344,7 @@ def claim_pooled(seeds: list[dict[str, Any]], n_boot: int = 1000) -> Claim:
         metric="pooled Pearson r of auto vs human MuRGAt-Score and coverage, per seed (95% bootstrap CIs)",
         measured={"score_r": rs, "coverage_r": covs, "control_score_r": ctl, "control_coverage_r": ctl_cov},
         threshold="score r >= 0.75 and coverage r >= 0.90 on every seed (spec 6.4.1; reported, not gated)",
-        held=held, gate=False,
+        held=held, gate=False, per_seed=rs,
         details="; ".join(lines) + ". Reported only (review note 1): between-responder differences carry the "
                 "pooled r, and scoring each response by its responder's mean human score (judging no content, the "
                 "control) reaches a similar r; C1/C1cov gate the within-responder r instead.",
@@ -366,6 +366,7 @@ def claim_system(seeds: list[dict[str, Any]]) -> Claim:
         metric="Kendall tau between auto and human mean MuRGAt-Score over the 7 responders (3-seed means)",
         measured={"kendall_tau": tau, "per_seed_tau": per_seed, "n_discordant": len(sa["discordant_pairs"])},
         threshold=">= 0.7 (at most 3 discordant pairs of 21)", held=bool(np.isfinite(tau) and tau >= 0.7), gate=True,
+        per_seed=per_seed,
         details=f"auto rank {sa['auto_rank']}; human rank {sa['human_rank']}; discordant pairs: {disc}. tau moves in "
                 "steps of 0.095; the close pairs by design are Halluc/LowCoverage, Random/Overbroad and "
                 "Confabulating/ProgramAided (review note 3). Can fail: an evaluator that misorders systems.",
@@ -415,7 +416,7 @@ def claim_decoupling(seeds: list[dict[str, Any]], n_boot: int = 1000) -> list[Cl
         measured={"auto_gap": gap, "flip_free_gap": gap_c, "auto_gap_per_seed": ga, "flip_free_gap_per_seed": gc,
                   "auto_gap_ci95": ci, "auto_minus_flip_free_ci95": ci_d, "oracle_auto": oracle, "random_auto": rnd},
         threshold="gap >= 0.30, |gap - flip-free gap| <= 0.10, Oracle >= 0.8, Random <= 0.15 (3-seed means)",
-        held=all(parts.values()), gate=True,
+        held=all(parts.values()), gate=True, per_seed=ga,
         details="parts: " + ", ".join(f"{k}: {'ok' if v else 'FAILS'}" for k, v in parts.items()) + f". {note} "
                 "The gap itself is built into the responders (citations shifted by N(0, 10 s), 30% wrong "
                 "modality); what can fail is the evaluator reproducing it (closeness to the error-free evaluator, "
@@ -468,6 +469,7 @@ def claim_tradeoff(seeds: list[dict[str, Any]], n_boot: int = 1000) -> list[Clai
         measured={"auto_gap": gap, "flip_free_gap": gap_c, "auto_gap_per_seed": ga, "flip_free_gap_per_seed": gc,
                   "auto_gap_ci95": ci, "auto_minus_flip_free_ci95": ci_d},
         threshold="gap >= 0.15 and |gap - flip-free gap| <= 0.10 (3-seed means)", held=all(parts.values()), gate=True,
+        per_seed=ga,
         details="parts: " + ", ".join(f"{k}: {'ok' if v else 'FAILS'}" for k, v in parts.items()) + f". {note} "
                 "The trade-off is built into the responders (find tool with 80% recall, exact citations for what "
                 "it finds); the paper's +9.6 is about real MLLMs. What can fail: the evaluator reproducing the gap "
@@ -502,7 +504,7 @@ def claim_verification(seeds: list[dict[str, Any]], n_boot: int = 1000) -> list[
                            "invented facts go unpunished.",
         metric="Confabulating mean MuRGAt-Score with an always-YES entailment judge minus with the timeline judge",
         measured={"rise": float(np.mean(rise)), "rise_per_seed": rise, "rise_ci95": ci},
-        threshold=">= 0.2 (3-seed mean)", held=float(np.mean(rise)) >= 0.2, gate=True,
+        threshold=">= 0.2 (3-seed mean)", held=float(np.mean(rise)) >= 0.2, gate=True, per_seed=rise,
         details=f"{note} Can fail where it matters: a judge that accepts invented facts shows no rise. Item-paired "
                 "bootstrap CI.",
         paper="verifying every cited fact against the cited media is what separates MuRGAt from coarse metrics "
@@ -519,7 +521,7 @@ def claim_verification(seeds: list[dict[str, Any]], n_boot: int = 1000) -> list[
         metric="within-responder r(auto, human) minus r(always-YES, human)",
         measured={"drop": float(np.mean(drops)), "drop_per_seed": drops, "pooled_r_drop_per_seed": pooled},
         threshold=">= 0.2 (sanity)",
-        held=float(np.mean(drops)) >= 0.2, gate=False,
+        held=float(np.mean(drops)) >= 0.2, gate=False, per_seed=drops,
         details="Sanity, near-certain (review note 4): an always-YES judge scores coverage only. Pooled-r drop per "
                 f"seed (for reference): {', '.join(f'{x:.3f}' for x in pooled)}.",
         paper="(as C5)")
