@@ -21,6 +21,15 @@ def test_shuffled_keeps_no_stereotype(world):
         assert all(world.facts[(p.name, a)] == world.stereotype(p, a) for a in world.attributes)
 
 
+def test_shuffle_with_two_cultures_and_too_few():
+    w = PersonaWorld(0, n_cultures=2, n_personas=24)  # a random draw almost never deranges 12 A + 12 B
+    assert all(w.facts[(p.name, a)] != w.stereotype(p, a) for p in w.personas["shuffled"] for a in w.attributes)
+    assert sorted(w.facts[(p.name, "country")] for p in w.personas["shuffled"]) == sorted(
+        w.stereotype(p, "country") for p in w.personas["shuffled"])  # still a permutation of the stereotypes
+    with pytest.raises(ValueError, match="n_cultures"):
+        PersonaWorld(0, n_cultures=1, n_personas=2)
+
+
 def test_mismatch_differs_everywhere(world):
     assert set(world.facts) == set(world.mismatch_facts)
     assert all(world.facts[k] != world.mismatch_facts[k] for k in world.facts)

@@ -131,4 +131,8 @@ def test_errors_name_the_problem(tiny, hf_pair):
     with pytest.raises(ValueError, match="mode"):
         with patch_activations(tiny, 1, [0], torch.zeros(16), mode="swap"):
             pass
+    with pytest.raises(ValueError, match="input_ids must hold token ids < the model's vocabulary size 40"):
+        read_activations(tiny, [[1, 40]], layer=1)
+    with pytest.raises(ValueError, match="input_ids .* vocabulary size"):
+        read_activations(hf_pair[1], [[1, 10_000]], layer=1)
     assert len(get_decoder_layers(hf_pair[1])) == 2 and hidden_size(hf_pair[1]) == 32

@@ -328,11 +328,21 @@ class PersonaWorld:
         """A permutation of the stereotype values in which no persona keeps its own stereotype."""
         if not stereo:
             return []
-        for _ in range(100_000):
+        n, top = len(stereo), max(stereo.count(v) for v in set(stereo))
+        if 2 * top > n:
+            raise ValueError(f"n_cultures: no shuffle avoids every stereotype when {top} of {n} shuffled personas "
+                             f"share one culture (need at least 2 cultures per group)")
+        for _ in range(2_000):
             perm = [stereo[i] for i in rng.permutation(len(stereo))]
             if all(p != s for p, s in zip(perm, stereo)):
                 return perm
-        raise ValueError("no shuffle avoids every stereotype (too few cultures)")  # pragma: no cover
+        # rare for a random draw (e.g. 2 cultures, many personas): sort by value and rotate by the largest
+        # multiplicity, a derangement whenever no value fills more than half the group
+        order = sorted(range(n), key=lambda i: (stereo[i], float(rng.random())))
+        perm = [""] * n
+        for k, i in enumerate(order):
+            perm[i] = stereo[order[(k + top) % n]]
+        return perm
 
     # ---------------------------------------------------------------------------------- lookups
     def stereotype(self, person: Persona, attribute: str) -> str | None:

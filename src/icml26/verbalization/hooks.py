@@ -142,6 +142,17 @@ def _as_ids(input_ids, name: str = "input_ids") -> torch.Tensor:
     return ids
 
 
+def _check_vocab(model: nn.Module, ids: torch.Tensor, name: str = "input_ids") -> None:
+    """Token ids beyond the model's embedding table raise a ValueError naming `name` (not an opaque IndexError)."""
+    emb = getattr(model, "tok_emb", None)  # TinyLM
+    if not isinstance(emb, nn.Embedding):
+        get = getattr(model, "get_input_embeddings", None)
+        emb = get() if callable(get) else None
+    n = getattr(emb, "num_embeddings", None)
+    if isinstance(n, int) and int(ids.max()) >= n:
+        raise ValueError(f"{name} must hold token ids < the model's vocabulary size {n}, got {int(ids.max())}")
+
+
 def _as_mask(attention_mask, ids: torch.Tensor) -> torch.Tensor | None:
     if attention_mask is None:
         return None
@@ -201,6 +212,7 @@ def read_activations(model: nn.Module, input_ids, attention_mask=None, layer: in
         float tensor (B, P, d) on the model's device (P = 1 for "last", T for "all"); no gradient.
     """
     ids = _as_ids(input_ids)
+    _check_vocab(model, ids)
     mask = _as_mask(attention_mask, ids)
     layer = _check_layer(model, layer)
     B, T = ids.shape
