@@ -92,3 +92,9 @@ def test_gradient_noise_scale_known_answers():
         assert noisy["b_noise"] == float("inf")
     with pytest.raises(ValueError, match="at least 2"):
         gradient_noise_scale(model, w[:1], 4)
+    with pytest.raises(TypeError, match="windows must hold integer"):
+        gradient_noise_scale(model, w.float(), 4)
+    with pytest.raises(ValueError, match="windows must hold token ids"):
+        gradient_noise_scale(model, w + 64, 4)
+    with pytest.raises(ValueError, match="windows must hold token ids"):
+        gradient_noise_scale(model, w - 100, 4)

@@ -133,6 +133,14 @@ def gradient_noise_scale(model: nn.Module, windows: torch.Tensor, batch_size: in
         trace_cov (tr(Sigma)).
     """
     windows = check_tensor(windows, "windows", ndim=2, floating=False)
+    if windows.is_floating_point() or windows.dtype == torch.bool:
+        raise TypeError(f"windows must hold integer token ids, got dtype {windows.dtype}")
+    if windows.shape[1] < 2:
+        raise ValueError(f"windows must have at least 2 tokens per row (T + 1), got shape {tuple(windows.shape)}")
+    vocab = getattr(getattr(model, "config", None), "vocab_size", None)
+    if windows.numel() and (int(windows.min()) < 0 or (vocab is not None and int(windows.max()) >= int(vocab))):
+        raise ValueError(f"windows must hold token ids in [0, vocab_size={vocab}), got values in "
+                         f"[{int(windows.min())}, {int(windows.max())}]")
     n = windows.shape[0]
     if n < 2:
         raise ValueError(f"windows must hold at least 2 examples, got {n}")
