@@ -145,3 +145,17 @@ def test_classical_restorers():
         RidgeRestorer()(X)
     with pytest.raises(ValueError, match="must be \\(N, 1, 24, 24\\)"):
         rr(torch.rand(2, 1, 12, 12))
+
+
+def test_lists_and_float64_are_read_in_the_models_dtype_and_labels_are_range_checked():
+    from icml26.robust_u1 import TinyEncoder, restore, train_encoder
+
+    r = TinyRestorer()
+    want = restore(r, X[:4])
+    assert torch.equal(restore(r, X[:4].tolist()), want) and restore(r, X[:4].double()).dtype == torch.float32
+    with pytest.raises(ValueError, match="labels"):
+        VQAStream(X[:4], torch.tensor([0, 1, 2, 10]))  # 10 is the YES answer id, not a digit
+    with pytest.raises(ValueError, match="labels"):
+        VQAStream(X[:4], torch.tensor([0, 1, 2, -1]))
+    with pytest.raises(ValueError, match="labels"):
+        train_encoder(TinyEncoder(), X[:4], torch.tensor([0, 1, 2, 10]), epochs=1)

@@ -142,6 +142,8 @@ class VQAStream:
         self.labels = torch.as_tensor(check_array(labels, "labels", ndim=1, dtype=np.int64))
         if len(self.labels) != len(self.images):
             raise ValueError(f"labels ({len(self.labels)}) and images ({len(self.images)}) differ in length")
+        if int(self.labels.min()) < 0 or int(self.labels.max()) > 9:
+            raise ValueError("labels must be digits 0..9")
         self.batch_size = check_int(batch_size, "batch_size", min=1)
         if corruption is not None and not isinstance(corruption, RandomCorruption):
             raise TypeError(f"corruption must be a RandomCorruption or None, got {type(corruption).__name__}")

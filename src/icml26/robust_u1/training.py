@@ -120,6 +120,7 @@ def restore(restorer: Callable[[torch.Tensor], torch.Tensor], x: Any, batch_size
     was = getattr(restorer, "training", None)
     if isinstance(restorer, nn.Module):
         restorer.eval()
+        x = x.to(next(restorer.parameters(), x).dtype)  # lists / float64 arrays are read in the module's dtype
     try:
         return torch.cat([restorer(x[s:s + bs]) for s in range(0, len(x), bs)])
     finally:
@@ -374,6 +375,12 @@ def train_encoder(encoder: nn.Module, images: Any, labels: Any, epochs: int = 5,
     y = torch.as_tensor(check_array(labels, "labels", ndim=1, dtype="int64"))
     if len(y) != len(x):
         raise ValueError(f"labels ({len(y)}) and images ({len(x)}) differ in length")
+    encoder.eval()  # read the number of classes without touching any train-mode state
+    with torch.no_grad():
+        n_cls = int(encoder(x[:1]).shape[-1])
+    if int(y.min()) < 0 or int(y.max()) >= n_cls:
+        raise ValueError(f"labels must lie in 0..{n_cls - 1} (the encoder's {n_cls} outputs), got values in "
+                         f"{int(y.min())}..{int(y.max())}")
     epochs, bs = check_int(epochs, "epochs", min=1), check_int(batch_size, "batch_size", min=1)
     lr = check_float(lr, "lr", min=0.0, min_open=True)
     g = torch.Generator().manual_seed(check_seed(seed))
