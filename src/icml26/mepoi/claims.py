@@ -55,6 +55,24 @@ def _auroc_rows(y: np.ndarray, s: np.ndarray) -> np.ndarray:
     return auroc_columns(y, s, axis=-1)
 
 
+def auroc_resamples(y: np.ndarray, s: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """AUROC of every bootstrap resample `idx` (B, n) of (n,) 0/1 labels `y` and scores `s`, without re-ranking:
+    the copies of item i in a resample share the average rank `(copies before it in score order) + (c_i + 1) / 2`
+    (Mann-Whitney). Equal scores of *different* items are broken by order (continuous probe outputs); NaN for a
+    one-class resample. (B,) float."""
+    n = len(y)
+    counts = np.zeros((idx.shape[0], n))
+    np.add.at(counts, (np.repeat(np.arange(idx.shape[0]), idx.shape[1]), idx.ravel()), 1.0)
+    order = np.argsort(s, kind="stable")
+    c, yo = counts[:, order], np.asarray(y, float)[order]
+    rank = np.cumsum(c, axis=1) - c + (c + 1) / 2
+    npos = c @ yo
+    nneg = c.sum(1) - npos
+    with np.errstate(invalid="ignore", divide="ignore"):
+        auc = ((c * rank) @ yo - npos * (npos + 1) / 2) / (npos * nneg)
+    return np.where((npos > 0) & (nneg > 0), auc, np.nan)
+
+
 def _metric_reps(task: str, y: np.ndarray, pred: np.ndarray, idx: np.ndarray) -> np.ndarray:
     """The task metric on each bootstrap resample `idx` (B, n) of the test POIs."""
     if task == "busyness":
@@ -62,11 +80,11 @@ def _metric_reps(task: str, y: np.ndarray, pred: np.ndarray, idx: np.ndarray) ->
     if task == "function":
         return (pred.argmax(1) == y)[idx].mean(1)
     if task == "closure":
-        return _auroc_rows(y[idx], pred[idx])
+        return auroc_resamples(y, pred, idx)
     # opening hours: macro AUROC over the hours with both classes in the resample
-    yy = np.moveaxis(y[idx], -1, 1)            # (B, 168, n)
-    ss = np.moveaxis(pred[idx], -1, 1)
-    return np.nanmean(_auroc_rows(yy, ss), axis=1)
+    cols = np.stack([auroc_resamples(y[:, j], pred[:, j], idx) for j in range(y.shape[1])], 1)  # (B, hours)
+    with np.errstate(invalid="ignore"):
+        return np.nanmean(cols, axis=1)
 
 
 def bootstrap_improvement(task: str, per_seed: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]],
