@@ -429,12 +429,20 @@ def claim_mismatch(per_seed: list[dict]) -> Claim:
                 + ". Can fail: belief >= 0.5 needs LIT-mode retrieval of the verbalizer's own persona facts. "
                   "target <= chance + 0.10 can fail if the decoder reads F1 from M1's activations."
                 + _undecided([("belief", bel, BELIEF_MIN), ("target", tgt, chance + CHANCE_MARGIN)])
-                + ("" if held else " Not held." + (
-                    " The decoder recovers the names (claim 4) but answers with neither table: LIT-mode questions "
-                    "about people are answered from the name's culture (stereotype), so a 2-layer decoder written "
-                    "at layer 0 does not retrieve person-specific facts, its own or the target's." if mb < BELIEF_MIN
-                    else "")),
+                + ("" if held else " Not held." + _belief_note(per_seed, mb)),
     )
+
+
+def _belief_note(per_seed: list[dict], belief: float) -> str:
+    """Why claim 1's belief clause failed, from this run's name recovery of M2' (claim 4)."""
+    if belief >= BELIEF_MIN:
+        return ""
+    rec = _mean([r["name_recovery"]["M2p_fantasy"] for r in per_seed])
+    if rec >= RECOVERY_MIN:
+        return (f" M2' recovers {rec:.2f} of the fantasy names from M1's activations but does not answer with its "
+                f"own facts F2: the decoder reads the input yet does not retrieve person-specific facts in LIT mode.")
+    return (f" M2' recovers only {rec:.2f} of the fantasy names (claim 4 below {RECOVERY_MIN}), so this failure is "
+            f"uninformative about whose knowledge the answers follow.")
 
 
 def claim_present_not_verbalized(per_seed: list[dict]) -> Claim:
@@ -522,9 +530,15 @@ def claim_shared(per_seed: list[dict]) -> Claim:
                 + ", ".join(f"{c['mean']:+.3f} [{c['lo']:+.3f}, {c['hi']:+.3f}]" for c in ci)
                 + ". Can fail in both directions (LIT above the control would mean privileged reading)."
                 + _undecided([("gap", [abs(a - b) for a, b in zip(li, ctrl)], SHARED_TOL)])
-                + ("" if held else " Not held: LIT is far from the recovered-input control although the decoder "
-                                   "recovers the name (claim 4); the gap is LIT-mode fact retrieval, as in claim 1."),
+                + ("" if held else _shared_note(per_seed, _mean(li) - _mean(ctrl))),
     )
+
+
+def _shared_note(per_seed: list[dict], diff: float) -> str:
+    rec = _mean([r["name_recovery"]["M2pp_fantasy"] for r in per_seed])
+    return (f" Not held: LIT - control = {diff:+.3f}; M2'' recovers {rec:.2f} of the fantasy names"
+            + (", so the gap lies in answering from the activations, not in reading the input." if rec >= RECOVERY_MIN
+               else f" (below {RECOVERY_MIN}), so the recovered-input control itself is weak."))
 
 
 def claim_recovery(per_seed: list[dict]) -> Claim:
