@@ -268,8 +268,9 @@ def _jobs_for_seed(seed: int, cfg: dict, prep: dict, keep: dict) -> list[dict]:
         pca = PCACompressor(ipc, f, "el2n", scale=tuple(cfg["crop_scale"]), random_state=seed)
         pca.fit(X, y, scores=el2n, tiles=d.pool_half)
         add("main", "pca", ipc, pca.canvases_, pca.canvas_labels_, f, "tile")
-        add("main", "pca_canvas_rrc", ipc, pca.canvases_, pca.canvas_labels_, f, "canvas_wide")
-        add("main", "pca_tile_wide", ipc, pca.canvases_, pca.canvas_labels_, f, "tile_wide")
+        if ipc == 1:  # the augmentation ablations (C4, C4b) are claims at IPC 1 only
+            add("main", "pca_canvas_rrc", ipc, pca.canvases_, pca.canvas_labels_, f, "canvas_wide")
+            add("main", "pca_tile_wide", ipc, pca.canvases_, pca.canvas_labels_, f, "tile_wide")
         keep[(seed, ipc)].update(pca=pca.compressed_, dm=CompressedSet(dm, dm_labels))
     if cfg["lossy"]:
         dl = _data(cfg["dataset"], seed, RESOLUTIONS[cfg["dataset"]]["lossy"])
