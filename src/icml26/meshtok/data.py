@@ -55,10 +55,11 @@ def _flux_div(u: np.ndarray, axis: int, dx: float) -> np.ndarray:
     return np.swapaxes(_flux_div_last(np.swapaxes(u, axis, -1), dx), axis, -1)
 
 
-def burgers_ic(n_traj: int, grid: int, seed: int, max_mode: int = 4, amp: Sequence[float] = (0.8, 1.5)
-               ) -> np.ndarray:
+def burgers_ic(n_traj: int, grid: int, seed: int, max_mode: int = 4, amp: Sequence[float] = (0.8, 1.5),
+               offset: int = 0) -> np.ndarray:
     """Random smooth initial fields (n_traj, grid, grid): sum over modes 0 < |k|_inf <= max_mode, ky >= 0, of
-    N(0,1) / |k|^2 * sin(2 pi (kx x + ky y) + phase), normalised to max|u| = 1, scaled by U(amp)."""
+    N(0,1) / |k|^2 * sin(2 pi (kx x + ky y) + phase), normalised to max|u| = 1, scaled by U(amp).
+    Trajectory i is drawn from its own generator seeded (seed, offset + i)."""
     x = (np.arange(grid) + 0.5) / grid
     X, Y = np.meshgrid(x, x)  # X varies along columns (axis -1), Y along rows
     modes = [(kx, ky) for ky in range(0, max_mode + 1) for kx in range(-max_mode, max_mode + 1)
@@ -67,7 +68,7 @@ def burgers_ic(n_traj: int, grid: int, seed: int, max_mode: int = 4, amp: Sequen
     arg = 2 * np.pi * np.stack([kx * X + ky * Y for kx, ky in modes])  # (M, grid, grid)
     u = np.zeros((n_traj, grid, grid))
     for i in range(n_traj):  # one generator per trajectory: trajectory i depends on (seed, i) only
-        rng = np.random.default_rng([seed, i])
+        rng = np.random.default_rng([seed, offset + i])
         c = rng.standard_normal(len(modes)) / k2
         ph = rng.uniform(0, 2 * np.pi, len(modes))
         v = np.tensordot(c, np.sin(arg + ph[:, None, None]), 1)
@@ -77,11 +78,12 @@ def burgers_ic(n_traj: int, grid: int, seed: int, max_mode: int = 4, amp: Sequen
 
 def burgers2d(n_traj: int, grid: int = 64, n_frames: int = 12, nu: float = 2e-3, dt_frame: float = 0.05,
               t_burn: float = 0.25, seed: int = 0, max_mode: int = 4, amp: Sequence[float] = (0.8, 1.5),
-              cfl: float = 0.4) -> np.ndarray:
+              cfl: float = 0.4, offset: int = 0) -> np.ndarray:
     """Viscous 2-D Burgers trajectories (n_traj, n_frames, grid, grid, 1), float32.
 
     Frame 0 is the state at t = t_burn (shocks have formed), then one frame every dt_frame. Trajectory i depends
-    only on (seed, i) and the physical parameters (per-trajectory time steps).
+    only on (seed, offset + i) and the physical parameters (per-trajectory time steps), so a data set can be
+    generated in chunks (`offset`) by parallel workers.
     """
     n_traj = check_int(n_traj, "n_traj", min=1)
     grid = check_int(grid, "grid", min=4)
@@ -95,8 +97,9 @@ def burgers2d(n_traj: int, grid: int = 64, n_frames: int = 12, nu: float = 2e-3,
     if not 0 < a[0] <= a[1]:
         raise ValueError(f"amp must be (low, high) with 0 < low <= high, got {tuple(a)}")
     cfl = check_float(cfl, "cfl", min=0.0, max=0.5, min_open=True)
+    offset = check_int(offset, "offset", min=0)
     dx = 1.0 / grid
-    u = burgers_ic(n_traj, grid, seed, max_mode, (float(a[0]), float(a[1]))).astype(np.float32)
+    u = burgers_ic(n_traj, grid, seed, max_mode, (float(a[0]), float(a[1])), offset).astype(np.float32)
 
     def rhs(v: np.ndarray) -> np.ndarray:
         return -_flux_div(v, 2, dx) - _flux_div(v, 1, dx) + nu * _lap(v, dx)

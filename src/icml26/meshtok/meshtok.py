@@ -529,12 +529,19 @@ class MeshTok(nn.Module):
         return (z + dz if self.residual else dz), tb
 
     # -- public API ----------------------------------------------------------------------------------------------
-    def forward(self, frames: Any, generator: torch.Generator | None = None) -> torch.Tensor:
-        """Next-frame predictions (B, T, H, W, C) for frames (B, T, H, W, C): output t predicts frame t+1."""
+    def forward(self, frames: Any, generator: torch.Generator | None = None, targets: Any = None) -> torch.Tensor:
+        """Next-frame predictions (B, T, H, W, C) for frames (B, T, H, W, C): output t predicts frame t+1.
+
+        With `targets` (B, T, H, W, C) = frames 1..T, returns instead the teacher-forced MSE in the normalised
+        space of the inputs (what `loss` computes; routed through forward so DDP wrappers sync gradients).
+        """
         x = self._check_video(frames, "frames")
         mu, sd = self._stats(x)
         z = ((x - mu) / sd).permute(0, 1, 4, 2, 3)
         pz, _ = self._predict_z(z, generator)
+        if targets is not None:
+            tg = check_tensor(targets, "targets", shape=tuple(x.shape)).to(x.dtype)
+            return F.mse_loss(pz, ((tg - mu) / sd).permute(0, 1, 4, 2, 3))
         return pz.permute(0, 1, 3, 4, 2) * sd + mu
 
     def loss(self, window: Any, generator: torch.Generator | None = None) -> torch.Tensor:
@@ -543,12 +550,7 @@ class MeshTok(nn.Module):
         w = check_tensor(window, "window", ndim=5)
         if w.shape[1] < 2:
             raise ValueError(f"window needs at least 2 frames, got shape {tuple(w.shape)}")
-        x = self._check_video(w[:, :-1], "window")
-        mu, sd = self._stats(x)
-        z = ((x - mu) / sd).permute(0, 1, 4, 2, 3)
-        tgt = ((w[:, 1:].to(x.dtype) - mu) / sd).permute(0, 1, 4, 2, 3)
-        pz, _ = self._predict_z(z, generator)
-        return F.mse_loss(pz, tgt)
+        return self(w[:, :-1], generator, targets=w[:, 1:])
 
     @torch.no_grad()
     def rollout(self, context: Any, n_steps: int, use_cache: bool = True, window: int | None = None,
