@@ -51,6 +51,10 @@ def test_validate_config_names_the_bad_key(key_, value, exc):
         validate_config({"scale": "small", "seed": 0})
     with pytest.raises(ValueError, match="lossy"):
         validate_config({**CONFIGS["small"], "dataset": "mnist"})
+    with pytest.raises(ValueError, match="unknown key.*'ipc'"):
+        validate_config({**CONFIGS["small"], "ipc": 2})  # a typo of 'ipcs' is not silently ignored
+    with pytest.raises(ValueError, match="unknown key.*'epoch'"):
+        validate_config({**CONFIGS["paper"], "scale": "paper", "epoch": 3})
 
 
 def test_smoke_run_end_to_end():

@@ -112,6 +112,10 @@ def validate_config(config: dict[str, Any]) -> None:
         validate_paper_config(config)
         return
     require_keys(config, _SMALL)
+    unknown = sorted(set(config) - set(_SMALL) - {"scale"})
+    if unknown:
+        raise ValueError(f"config has unknown key(s) {unknown} (a typo would be silently ignored); keys: "
+                         f"{sorted(_SMALL)}")
     check_seed(config["seed"], "seed")
     check_int(config["n_seeds"], "n_seeds", min=1)
     dataset = check_choice(config["dataset"], "dataset", tuple(RESOLUTIONS))

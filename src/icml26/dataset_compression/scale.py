@@ -91,6 +91,9 @@ def validate_paper_config(config: dict[str, Any]) -> None:
     missing = [k for k in PAPER_CONFIG if k not in config]
     if missing:
         raise ValueError(f"config is missing {', '.join(map(repr, missing))}")
+    unknown = sorted(set(config) - set(PAPER_CONFIG) - {"scale"})
+    if unknown:
+        raise ValueError(f"config has unknown key(s) {unknown} (a typo would be silently ignored)")
     check_seed(config["seed"], "seed")
     for k in ("data_root", "train_dir", "val_dir", "teacher", "out_dir"):
         if not isinstance(config[k], str):
