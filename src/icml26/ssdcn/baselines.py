@@ -52,7 +52,7 @@ class Bicubic(_Interface):
         self.scale = _check_scale(scale)
 
     def forward(self, lr: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        lr = check_lr_input(lr, "lr", self.in_bands)
+        lr = check_lr_input(lr, "lr", self.in_bands, self)
         sr = bicubic_upsample(lr, self.scale)
         return sr, [sr]
 
@@ -89,7 +89,7 @@ class SmallCNN(_Interface):
         self.tail = nn.Conv2d(dim, self.in_bands, 3, padding=1)
 
     def forward(self, lr: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        lr = check_lr_input(lr, "lr", self.in_bands)
+        lr = check_lr_input(lr, "lr", self.in_bands, self)
         feat = self.head(lr)
         feat = feat + self.body(feat)
         sr = self.tail(self.up(feat)) + bicubic_upsample(lr, self.scale)
@@ -161,7 +161,7 @@ class SmallTransformer(_Interface):
         self.tail = nn.Conv2d(dim, self.in_bands, 3, padding=1)
 
     def forward(self, lr: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        lr = check_lr_input(lr, "lr", self.in_bands)
+        lr = check_lr_input(lr, "lr", self.in_bands, self)
         feat = self.head(lr)
         feat = feat + self.body(feat)
         sr = self.tail(self.up(feat)) + bicubic_upsample(lr, self.scale)

@@ -85,11 +85,15 @@ def flops(model: nn.Module, input_shape: tuple[int, ...] | list[int]) -> int:
     return int(counter.get_total_flops())
 
 
-def check_lr_input(x: Any, name: str, bands: int | None = None) -> torch.Tensor:
-    """`x` as a finite float (B, C, h, w) tensor (a list is read like the array); `bands` fixes C."""
+def check_lr_input(x: Any, name: str, bands: int | None = None, module: nn.Module | None = None) -> torch.Tensor:
+    """`x` as a finite float (B, C, h, w) tensor (a list is read like the array); `bands` fixes C. With `module`,
+    the tensor is cast to the dtype of its parameters (a list would otherwise arrive as float64)."""
     x = check_tensor(x, name, ndim=4)
     if bands is not None and x.shape[1] != bands:
         raise ValueError(f"{name} must have {bands} bands (dim 1), got shape {tuple(x.shape)}")
+    if module is not None:
+        p = next(module.parameters(), None)
+        x = x.to(p.dtype if p is not None else torch.get_default_dtype())
     return x
 
 
@@ -248,7 +252,7 @@ class SSDCB(nn.Module):
         return (s @ maps).reshape(b, f, h, w)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = check_tensor(x, "x", ndim=4)
+        x = check_lr_input(x, "x", module=self)
         if x.shape[1] != self.dim:
             raise ValueError(f"x must have {self.dim} channels (dim 1), got shape {tuple(x.shape)}")
         return self.mix(x)
@@ -304,7 +308,7 @@ class FRRB(nn.Module):
         self.col_head = nn.Conv1d(self.dim, self.rank_spatial, 1)
 
     def _check(self, x: Any, name: str) -> torch.Tensor:
-        x = check_tensor(x, name, ndim=4)
+        x = check_lr_input(x, name, module=self)
         if x.shape[1] != self.dim:
             raise ValueError(f"{name} must have {self.dim} channels (dim 1), got shape {tuple(x.shape)}")
         if min(x.shape[-2:]) < self.rank_spatial:
@@ -395,7 +399,7 @@ class SSDCN(nn.Module):
         self.last_factors: dict[str, Any] | None = None
 
     def forward(self, lr: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        lr = check_lr_input(lr, "lr", self.in_bands)
+        lr = check_lr_input(lr, "lr", self.in_bands, self)
         if self.use_frrb and min(lr.shape[-2:]) < self.frrb.rank_spatial:
             raise ValueError(f"lr height and width must be >= rank_spatial={self.frrb.rank_spatial} with use_frrb, "
                              f"got shape {tuple(lr.shape)}")

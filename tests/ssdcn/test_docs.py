@@ -1,0 +1,2 @@
+def test_docs(docs_example):
+    docs_example("ssdcn")
