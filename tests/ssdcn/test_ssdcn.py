@@ -172,3 +172,11 @@ def test_errors_name_the_argument():
         SSDCN("4")
     with pytest.raises(ValueError, match="n_endmembers"):
         synthetic_hsi(1, 8, 5, n_endmembers=20)
+
+
+def test_untrained_models_start_at_bicubic():
+    lr = torch.rand(1, 4, 8, 8)
+    bic = Bicubic(4)(lr)[0]
+    for m in (SSDCN(4, dim=8, k_spatial=4, k_spectral=2, rank_spectral=4, rank_spatial=4), SmallCNN(4, dim=8),
+              SmallTransformer(4, dim=8, n_blocks=1, heads=2)):
+        assert torch.allclose(m(lr)[0], bic, atol=1e-6)

@@ -9,7 +9,8 @@ level), and has `count_params()` and `flops(lr_shape)`.
 - `SmallTransformer`: pre-norm blocks with **full global self-attention over the h*w LR tokens** (O(N^2)), a
   depthwise-conv positional term and, per review note 2, the same local parts as an SSDCB (Conv3x3-GELU-Conv3x3
   local branch, gated DW-conv FFN), so that it differs from SSDCN's blocks only in the global mixer; same
-  upsampler as SmallCNN. Attention is written as explicit matmuls (q k^T, softmax, v) so FlopCounterMode counts
+  upsampler as SmallCNN. The output conv of both learned baselines is zero-initialised, as SSDCN's heads, so every
+  learned model starts exactly at bicubic. Attention is written as explicit matmuls (q k^T, softmax, v) so FlopCounterMode counts
   it (it counts 0 for `F.scaled_dot_product_attention` on CPU).
 """
 
@@ -21,7 +22,15 @@ import torch
 from torch import nn
 
 from icml26.common.validation import check_int
-from icml26.ssdcn.ssdcn import GatedDWConvFFN, LocalBranch, bicubic_upsample, check_lr_input, count_params, flops
+from icml26.ssdcn.ssdcn import (
+    GatedDWConvFFN,
+    LocalBranch,
+    bicubic_upsample,
+    check_lr_input,
+    count_params,
+    flops,
+    zero_init,
+)
 
 __all__ = ["Bicubic", "SmallCNN", "SmallTransformer", "TransformerBlock", "attention"]
 
@@ -86,7 +95,7 @@ class SmallCNN(_Interface):
         self.head = nn.Conv2d(self.in_bands, dim, 3, padding=1)
         self.body = nn.Sequential(*[_ResBlock(dim) for _ in range(n_blocks)])
         self.up = _upsampler(dim, self.scale)
-        self.tail = nn.Conv2d(dim, self.in_bands, 3, padding=1)
+        self.tail = zero_init(nn.Conv2d(dim, self.in_bands, 3, padding=1))
 
     def forward(self, lr: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
         lr = check_lr_input(lr, "lr", self.in_bands, self)
@@ -158,7 +167,7 @@ class SmallTransformer(_Interface):
         self.head = nn.Conv2d(self.in_bands, dim, 3, padding=1)
         self.body = nn.Sequential(*[TransformerBlock(dim, heads, ffn_expansion) for _ in range(n_blocks)])
         self.up = _upsampler(dim, self.scale)
-        self.tail = nn.Conv2d(dim, self.in_bands, 3, padding=1)
+        self.tail = zero_init(nn.Conv2d(dim, self.in_bands, 3, padding=1))
 
     def forward(self, lr: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
         lr = check_lr_input(lr, "lr", self.in_bands, self)

@@ -19,7 +19,8 @@ Everything below that is finer than those statements is the spec's **reconstruct
   pooled statistics and orthonormalised by QR; finer levels reuse the core and spectral factor and predict new
   spatial factors from their upsampled features; the reconstruction enters through a learnable gate (init 0).
 - Level block: `blocks_per_level` SSDCBs -> conv F -> 4F -> PixelShuffle(2) -> output head conv F -> C +
-  bicubic(lr) at that scale.
+  bicubic(lr) at that scale. The output heads are zero-initialised (ours, as for every baseline), so the untrained
+  network returns bicubic exactly.
 
 Choices the spec leaves open, made here: the centre/assignment uses the block input directly (no key/value
 projections); the spectral centres are initialised by averaging contiguous channel groups (adaptive 1-D pooling
@@ -52,6 +53,7 @@ __all__ = [
     "check_lr_input",
     "count_params",
     "flops",
+    "zero_init",
 ]
 
 
@@ -83,6 +85,15 @@ def flops(model: nn.Module, input_shape: tuple[int, ...] | list[int]) -> int:
     finally:
         model.train(was_training)
     return int(counter.get_total_flops())
+
+
+def zero_init(conv: nn.Conv2d) -> nn.Conv2d:
+    """Zero the weights and bias of an output conv, so a model with a bicubic skip starts exactly at bicubic (used
+    for the output head of SSDCN and of every baseline alike)."""
+    nn.init.zeros_(conv.weight)
+    if conv.bias is not None:
+        nn.init.zeros_(conv.bias)
+    return conv
 
 
 def check_lr_input(x: Any, name: str, bands: int | None = None, module: nn.Module | None = None) -> torch.Tensor:
@@ -392,7 +403,8 @@ class SSDCN(nn.Module):
             for _ in range(self.levels))
         self.ups = nn.ModuleList(nn.Sequential(nn.Conv2d(self.dim, 4 * self.dim, 3, padding=1), nn.PixelShuffle(2))
                                  for _ in range(self.levels))
-        self.tails = nn.ModuleList(nn.Conv2d(self.dim, self.in_bands, 3, padding=1) for _ in range(self.levels))
+        self.tails = nn.ModuleList(zero_init(nn.Conv2d(self.dim, self.in_bands, 3, padding=1))
+                                   for _ in range(self.levels))
         if self.use_frrb:
             self.frrb = FRRB(self.dim, rank_spectral, rank_spatial)
             self.frrb_gates = nn.Parameter(torch.zeros(self.levels - 1))  # gate per finer level, init 0
