@@ -9,7 +9,7 @@ from icml26.ssdcn.experiment import CONFIGS, run, validate_config
 def test_smoke_run():
     res = run({**CONFIGS["smoke"], "scale": "smoke"})
     ids = {c.id for c in res.claims}
-    assert {"C1", "C2", "C3", "C4", "C5", "I1", "I2"} <= ids
+    assert {"C1", "C2", "C3", "C4", "C5", "I1", "I2", "D"} <= ids
     assert {c.id for c in res.claims if c.gate} == {"C1", "C2", "C3"}
     t = res.metrics["table"]
     assert set(t) == {"bicubic", "ssdcn", "ssdcn_local", "small_cnn", "small_transformer"}

@@ -180,3 +180,13 @@ def test_untrained_models_start_at_bicubic():
     for m in (SSDCN(4, dim=8, k_spatial=4, k_spectral=2, rank_spectral=4, rank_spatial=4), SmallCNN(4, dim=8),
               SmallTransformer(4, dim=8, n_blocks=1, heads=2)):
         assert torch.allclose(m(lr)[0], bic, atol=1e-6)
+
+
+def test_photo_cubes():
+    from icml26.ssdcn import photo_hsi
+
+    h = photo_hsi(2, 32, 8, seed=0)
+    assert h.shape == (2, 8, 32, 32) and h.min() >= 0 and h.max() <= 1
+    assert torch.equal(h, photo_hsi(2, 32, 8, seed=0)) and not torch.equal(h, photo_hsi(2, 32, 8, seed=1))
+    with pytest.raises(ValueError, match="size"):
+        photo_hsi(1, 500)

@@ -7,7 +7,7 @@ The method is reconstructed from the paper's abstract (see `icml26.ssdcn.ssdcn` 
 
 from icml26.ssdcn import metrics
 from icml26.ssdcn.baselines import Bicubic, SmallCNN, SmallTransformer, TransformerBlock, attention
-from icml26.ssdcn.data import degrade, endmember_library, load_mat, synthetic_hsi
+from icml26.ssdcn.data import degrade, endmember_library, load_mat, photo_hsi, synthetic_hsi
 from icml26.ssdcn.losses import PyramidJointLoss, sam_loss
 from icml26.ssdcn.metrics import cc, ergas, psnr, rmse, sam_degrees, ssim
 from icml26.ssdcn.ssdcn import FRRB, SSDCB, SSDCN, count_params, flops
@@ -33,6 +33,7 @@ __all__ = [
            "flops",
            "load_mat",
            "metrics",
+           "photo_hsi",
            "predict",
            "psnr",
            "rmse",

@@ -19,7 +19,7 @@ import torch.nn.functional as F
 
 from icml26.common.validation import check_choice, check_int, check_seed, check_tensor
 
-__all__ = ["SyntheticHSI", "degrade", "endmember_library", "load_mat", "synthetic_hsi", "wavelengths"]
+__all__ = ["SyntheticHSI", "degrade", "endmember_library", "load_mat", "photo_hsi", "synthetic_hsi", "wavelengths"]
 
 
 def wavelengths(bands: int) -> np.ndarray:
@@ -106,6 +106,35 @@ def synthetic_hsi(n: int, size: int = 64, bands: int = 31, n_endmembers: int = 6
     if return_all:
         return SyntheticHSI(hr_t, torch.from_numpy(ab), torch.from_numpy(em))
     return hr_t
+
+
+def photo_hsi(n: int, size: int = 128, bands: int = 31, seed: int = 0, *, library_seed: int = 0,
+              noise_std: float = 0.002) -> torch.Tensor:
+    """`n` photo-derived cubes (n, bands, size, size) in [0, 1] (review note 9, ../shared/DATA.md recipe): random
+    crops of scikit-learn's two sample photos (427 x 640 RGB) whose R, G, B and a dark component (1 - max) become
+    the abundances of 4 spectra of the shared library. Real image structure (pixel-scale texture, sharp edges),
+    unlike `synthetic_hsi`'s smooth fields: the domain-shift test set."""
+    n = check_int(n, "n", min=1)
+    size = check_int(size, "size", min=2, max=427)
+    bands = check_int(bands, "bands", min=1)
+    rng = np.random.default_rng(check_seed(seed, "seed"))
+    try:
+        from sklearn.datasets import load_sample_images
+    except ImportError:  # pragma: no cover - scikit-learn is in the [ssdcn] extra
+        raise ImportError("photo_hsi needs scikit-learn and pillow: pip install icml26[ssdcn]") from None
+    photos = [np.asarray(im, dtype=np.float64) / 255.0 for im in load_sample_images().images]
+    lib = endmember_library(12, bands, library_seed)
+    out = np.empty((n, bands, size, size), np.float32)
+    for i in range(n):
+        im = photos[int(rng.integers(len(photos)))]
+        y, x = int(rng.integers(im.shape[0] - size + 1)), int(rng.integers(im.shape[1] - size + 1))
+        rgb = im[y:y + size, x:x + size]
+        a = np.concatenate([rgb, 1.0 - rgb.max(axis=2, keepdims=True)], axis=2) + 1e-3
+        a = a / a.sum(axis=2, keepdims=True)  # (size, size, 4), sums to 1
+        spectra = lib[rng.choice(12, 4, replace=False)]
+        cube = np.einsum("hwe,eb->bhw", a, spectra) + noise_std * rng.standard_normal((bands, size, size))
+        out[i] = np.clip(cube, 0.0, 1.0)
+    return torch.from_numpy(out)
 
 
 def degrade(hr: Any, scale: int, kernel: str = "bicubic", sigma: float | None = None) -> torch.Tensor:

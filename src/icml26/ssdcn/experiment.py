@@ -24,7 +24,7 @@ from icml26.common.validation import check_choice, check_float, check_int, check
 from icml26.results import Result
 from icml26.ssdcn import claims as C
 from icml26.ssdcn.baselines import Bicubic, SmallCNN, SmallTransformer, TransformerBlock, attention
-from icml26.ssdcn.data import degrade, synthetic_hsi
+from icml26.ssdcn.data import degrade, photo_hsi, synthetic_hsi
 from icml26.ssdcn.losses import PyramidJointLoss
 from icml26.ssdcn.scale import PAPER_CONFIG, PAPER_CONFIG_HELP, run_paper, validate_paper_config
 from icml26.ssdcn.ssdcn import SSDCB, SSDCN
@@ -36,7 +36,7 @@ MODELS = ("ssdcn", "ssdcn_local", "small_cnn", "small_transformer")
 _SMALL: dict[str, Any] = {
     "seeds": [0], "bands": 31, "scale_factor": 4,
     "n_train": 256, "train_size": 64, "train_seed": 1, "n_val": 16, "val_seed": 3, "n_test": 64, "test_size": 128,
-    "test_seed": 2, "models": list(MODELS),
+    "test_seed": 2, "n_photo": 8, "photo_seed": 4, "models": list(MODELS),
     "steps": 250, "batch_size": 8, "lr": 1e-3, "weight_decay": 1e-4, "warmup_frac": 0.05, "sam_weight": 0.1,
     "level_weight": 1.0,
     "ssdcn_dim": 40, "blocks_per_level": 2, "k_spatial": 16, "k_spectral": 8, "iters": 1, "rank_spectral": 16,
@@ -44,7 +44,7 @@ _SMALL: dict[str, Any] = {
     "flops_lr_size": 32, "flop_sizes": [16, 32, 64, 128], "time_reps": 3, "workers": 0,
 }
 CONFIGS: dict[str, dict[str, Any]] = {
-    "smoke": {**_SMALL, "n_train": 16, "train_size": 32, "n_val": 2, "n_test": 4, "test_size": 64, "steps": 3,
+    "smoke": {**_SMALL, "n_train": 16, "train_size": 32, "n_val": 2, "n_test": 4, "test_size": 64, "n_photo": 1, "steps": 3,
               "batch_size": 2, "ssdcn_dim": 8, "blocks_per_level": 1, "k_spatial": 4, "k_spectral": 4,
               "rank_spectral": 4, "rank_spatial": 4, "cnn_dim": 8, "cnn_blocks": 1, "tf_dim": 8, "tf_blocks": 1,
               "tf_heads": 2, "flops_lr_size": 16, "time_reps": 1, "workers": 1},
@@ -58,6 +58,8 @@ CONFIG_HELP: dict[str, str] = {
     "n_train": "training HR cubes", "train_size": "training HR side, px", "train_seed": "generator seed of train",
     "n_val": "validation cubes (test_size side; reported, for tuning)", "val_seed": "generator seed of validation",
     "n_test": "test cubes", "test_size": "validation/test HR side, px", "test_seed": "generator seed of test",
+    "n_photo": "photo-derived cubes (scikit-learn sample photos as abundances; domain shift, reported)",
+    "photo_seed": "seed of the photo crops",
     "models": f"learned models to train, a subset of {list(MODELS)} containing 'ssdcn'",
     "steps": "optimizer steps per model (same for all)", "batch_size": "cubes per step",
     "lr": "AdamW peak learning rate", "weight_decay": "AdamW weight decay",
@@ -91,11 +93,11 @@ def validate_config(config: dict[str, Any]) -> None:
         raise ValueError(f"seeds must be a non-empty list of distinct seeds, got {seeds!r}")
     for i, s in enumerate(seeds):
         check_seed(s, f"seeds[{i}]")
-    for key in ("bands", "n_train", "n_val", "n_test", "steps", "batch_size", "ssdcn_dim", "blocks_per_level",
+    for key in ("bands", "n_train", "n_val", "n_test", "n_photo", "steps", "batch_size", "ssdcn_dim", "blocks_per_level",
                 "k_spatial", "k_spectral", "iters", "rank_spectral", "rank_spatial", "cnn_dim", "cnn_blocks",
                 "tf_dim", "tf_blocks", "tf_heads", "time_reps"):
         check_int(config[key], key, min=1)
-    for key in ("train_seed", "val_seed", "test_seed"):
+    for key in ("train_seed", "val_seed", "test_seed", "photo_seed"):
         check_seed(config[key], key)
     check_int(config["workers"], "workers", min=0)
     sf = check_int(config["scale_factor"], "scale_factor", min=2)
@@ -173,7 +175,8 @@ def train_model(name: str, seed: int, cfg: dict[str, Any], data_path: str) -> di
     lr_shape = (1, cfg["bands"], cfg["flops_lr_size"], cfg["flops_lr_size"])
     out = {"model": name, "seed": seed, "train_time_s": hist["time_s"],
            "final_loss": float(np.mean(hist["loss"][-20:])), "test": evaluate(model, data["test_lr"], data["test_hr"]),
-           "val": evaluate(model, data["val_lr"], data["val_hr"], full=False), "params": model.count_params(),
+           "val": evaluate(model, data["val_lr"], data["val_hr"], full=False),
+           "photo": evaluate(model, data["photo_lr"], data["photo_hr"], full=False), "params": model.count_params(),
            "gflops": model.flops(lr_shape) / 1e9, "forward_cpu_s": _forward_time(model, lr_shape, cfg["time_reps"])}
     if name == "ssdcn":
         out["example_sr"] = predict(model, data["test_lr"][:1])[0].numpy()
@@ -224,6 +227,8 @@ def _make_data(cfg: dict[str, Any]) -> dict[str, torch.Tensor]:
                                  ("test", cfg["n_test"], cfg["test_size"], cfg["test_seed"])):
         hr = synthetic_hsi(n, size, c, 6, seed)
         out[f"{split}_hr"], out[f"{split}_lr"] = hr, degrade(hr, sf)
+    hr = photo_hsi(cfg["n_photo"], cfg["test_size"], c, cfg["photo_seed"])
+    out["photo_hr"], out["photo_lr"] = hr, degrade(hr, sf)
     return out
 
 
@@ -247,10 +252,11 @@ def run(config: dict[str, Any]) -> Result:
     bic = Bicubic(cfg["bands"], cfg["scale_factor"])
     bic_test = evaluate(bic, data["test_lr"], data["test_hr"])
     bic_val = evaluate(bic, data["val_lr"], data["val_hr"], full=False)
+    bic_photo = evaluate(bic, data["photo_lr"], data["photo_hr"], full=False)
 
     def per_seed(model: str, metric: str, split: str = "test") -> list[list[float]]:
         if model == "bicubic":
-            return [(bic_test if split == "test" else bic_val)[metric]] * len(seeds)
+            return [{"test": bic_test, "val": bic_val, "photo": bic_photo}[split][metric]] * len(seeds)
         return [next(r for r in runs if r["model"] == model and r["seed"] == s)[split][metric] for s in seeds]
 
     one = {r["model"]: r for r in runs if r["seed"] == seeds[0]}
@@ -266,7 +272,8 @@ def run(config: dict[str, Any]) -> Result:
         attention(q, q, q)
     attn_measured = int(counter.get_total_flops())
     claims = [C.claim_complexity(f_ssdcb, f_tf, attn_measured, C.attention_flops_analytic(1024, cfg["tf_dim"]))]
-    table = {"bicubic": {"params": 0, "gflops": 0.0, **{k: float(np.mean(v)) for k, v in bic_test.items()}}}
+    table = {"bicubic": {"params": 0, "gflops": 0.0, **{k: float(np.mean(v)) for k, v in bic_test.items()},
+                         "val_psnr": float(np.mean(bic_val["psnr"])), "photo_psnr": float(np.mean(bic_photo["psnr"]))}}
     for m in cfg["models"]:
         rs = [r for r in runs if r["model"] == m]
         table[m] = {"params": rs[0]["params"], "gflops": rs[0]["gflops"],
@@ -274,6 +281,7 @@ def run(config: dict[str, Any]) -> Result:
                     "train_time_s": float(np.mean([r["train_time_s"] for r in rs])),
                     **{k: float(np.mean([np.mean(r["test"][k]) for r in rs])) for k in bic_test},
                     "val_psnr": float(np.mean([np.mean(r["val"]["psnr"]) for r in rs])),
+                    "photo_psnr": float(np.mean([np.mean(r["photo"]["psnr"]) for r in rs])),
                     "psnr_per_seed": [float(np.mean(r["test"]["psnr"])) for r in rs],
                     "sam_per_seed": [float(np.mean(r["test"]["sam"])) for r in rs]}
     ps = per_seed("ssdcn", "psnr")
@@ -293,6 +301,8 @@ def run(config: dict[str, Any]) -> Result:
         claims.append(C.claim_issue_efficiency(ps, best, per_seed(best, "psnr"), table["ssdcn"]["gflops"],
                                                table["small_transformer"]["gflops"], table["ssdcn"]["params"],
                                                table["small_cnn"]["params"]))
+    claims.append(C.claim_domain_shift({m: per_seed(m, "psnr", "photo") for m in cfg["models"]},
+                                       per_seed("bicubic", "psnr", "photo")))
     metrics = {"table": table, "ssdcb_flops": f_ssdcb, "transformer_block_flops": f_tf,
                "attention_flops_n1024": attn_measured,
                "runs": [{k: v for k, v in r.items() if k != "example_sr"} for r in runs],
