@@ -70,17 +70,17 @@ def test_exact_hinge_and_constant_map():
     x = torch.randn(4, 2, dtype=torch.float64)
     assert jacobian_l1_exact(f, x, hinge=1.0).item() == pytest.approx(1.0)
     assert jacobian_l1_exact(f, x, hinge=5.0).item() == 0.0
-    const = lambda z: torch.zeros(z.shape[0], 3, dtype=z.dtype) + 2.0  # noqa: E731
+    const = lambda z: torch.zeros(z.shape[0], 3, dtype=z.dtype) + 2.0
     assert jacobian_l1_exact(const, x).item() == 0.0
     assert jacobian_l1_fd(const, x).item() == 0.0
 
 
 def test_sparsity_prefers_the_permutation_map_over_a_rotated_one():
     x = torch.randn(256, 2, dtype=torch.float64)
-    f = lambda z: torch.stack([z[:, 1] + 0.4 * torch.sin(z[:, 1]), z[:, 0] ** 3 / 3 + z[:, 0]], 1)  # noqa: E731
+    f = lambda z: torch.stack([z[:, 1] + 0.4 * torch.sin(z[:, 1]), z[:, 0] ** 3 / 3 + z[:, 0]], 1)
     c = np.cos(np.pi / 4)
     R = torch.tensor([[c, -c], [c, c]], dtype=torch.float64)
-    rot = lambda z: f(z) @ R.T  # noqa: E731
+    rot = lambda z: f(z) @ R.T
     for pen in (JacobianSparsityPenalty("exact"), JacobianSparsityPenalty("fd", n_probes=64, probe_frac=0.5, seed=0)):
         assert pen(f, x).item() < pen(rot, x).item() / 1.2
 

@@ -128,7 +128,7 @@ def test_not_fitted_and_modes():
 
 
 def test_dimension_groups_and_baselines():
-    lab = lambda Y: (Y[:, 0] > 0).astype(int)  # noqa: E731
+    lab = lambda Y: (Y[:, 0] > 0).astype(int)
     dim = make_baseline("dimension", steps=10, batch_size=32, lambda_cyc=0.0, hidden=(8,))
     dim.fit(TASK.X_train, TASK.Y_train, conditional_groups=(lab(TASK.Y_train_paired), lab(TASK.Y_train)))
     assert dim.transform(TASK.X_test).shape == (200, 3)

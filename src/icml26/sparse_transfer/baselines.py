@@ -22,7 +22,7 @@ from icml26.common.validation import check_array, check_choice, check_float, che
 from icml26.sparse_transfer.metrics import translation_error
 from icml26.sparse_transfer.transfer import AnchoredSparseTransfer, NotFittedError
 
-__all__ = ["make_baseline", "BASELINES", "OTMap", "PairedRegression"]
+__all__ = ["BASELINES", "OTMap", "PairedRegression", "make_baseline"]
 
 BASELINES: dict[str, dict[str, Any]] = {
     "dm": {"lambda_jac": 0.0, "lambda_anchor": 0.0},

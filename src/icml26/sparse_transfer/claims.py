@@ -12,8 +12,16 @@ import numpy as np
 
 from icml26.results import Claim
 
-__all__ = ["claim_c1", "claim_c2", "claim_c3", "claim_c4", "report_claim", "seed_decidable", "paired_ci",
-           "PAPER_FIGURE"]
+__all__ = [
+    "PAPER_FIGURE",
+    "claim_c1",
+    "claim_c2",
+    "claim_c3",
+    "claim_c4",
+    "paired_ci",
+    "report_claim",
+    "seed_decidable",
+]
 
 PAPER_FIGURE = ("qualitative (no numbers retrievable): with GAN matching + one anchor + Jacobian regularisation "
                 "the learned map recovers the ground truth (small TE); without the regulariser or the anchor it "

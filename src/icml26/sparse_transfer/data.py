@@ -23,8 +23,17 @@ import numpy as np
 
 from icml26.common.validation import check_array, check_choice, check_float, check_int, check_seed
 
-__all__ = ["gauss_swap", "uniform_dependent", "SyntheticTask", "make_mpa", "MPA", "signed_permutations",
-           "anchor_genericity", "choose_anchor", "phi_inverse"]
+__all__ = [
+    "MPA",
+    "SyntheticTask",
+    "anchor_genericity",
+    "choose_anchor",
+    "gauss_swap",
+    "make_mpa",
+    "phi_inverse",
+    "signed_permutations",
+    "uniform_dependent",
+]
 
 
 def phi_inverse(x: np.ndarray, c: float | np.ndarray, iters: int = 50) -> np.ndarray:

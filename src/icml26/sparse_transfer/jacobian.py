@@ -35,7 +35,7 @@ from torch import nn
 
 from icml26.common.validation import check_bool, check_choice, check_float, check_int, check_tensor
 
-__all__ = ["jacobian_l1_exact", "jacobian_l1_fd", "JacobianSparsityPenalty", "batch_jacobian", "probe_size"]
+__all__ = ["JacobianSparsityPenalty", "batch_jacobian", "jacobian_l1_exact", "jacobian_l1_fd", "probe_size"]
 
 Fn = Callable[[torch.Tensor], torch.Tensor]
 
@@ -45,8 +45,12 @@ def _check_fn(f: object) -> None:
         raise TypeError(f"f must be an nn.Module or a callable mapping (B, *in) -> (B, *out), got {type(f).__name__}")
 
 
-def _check_x(x: object) -> torch.Tensor:
+def _check_x(x: object, f: object = None) -> torch.Tensor:
     x = check_tensor(x, "x", min_size=1)
+    if isinstance(f, nn.Module):  # arrays/lists/float64 input to a float32 module: use the module's dtype/device
+        p = next(f.parameters(), None)
+        if p is not None and p.is_floating_point():
+            x = x.to(dtype=p.dtype, device=p.device)
     if x.dim() < 2:
         raise ValueError(f"x must be a batch of shape (B, *in) with at least 2 dimensions, got shape {tuple(x.shape)}")
     if x.shape[0] < 1 or x[0].numel() < 1:
@@ -66,7 +70,7 @@ def probe_size(probe_frac: float, d_in: int) -> int:
     """k = max(1, round(probe_frac * d_in)): how many input coordinates one finite-difference probe moves."""
     probe_frac = check_float(probe_frac, "probe_frac", min=0.0, max=1.0, min_open=True)
     d_in = check_int(d_in, "d_in", min=1)
-    return max(1, min(d_in, int(round(probe_frac * d_in))))
+    return max(1, min(d_in, round(probe_frac * d_in)))
 
 
 def batch_jacobian(f: Fn, x: torch.Tensor) -> torch.Tensor:
@@ -78,7 +82,7 @@ def batch_jacobian(f: Fn, x: torch.Tensor) -> torch.Tensor:
     f must treat samples independently (no batch norm in training mode).
     """
     _check_fn(f)
-    x = _check_x(x)
+    x = _check_x(x, f)
     from torch.func import jvp, vmap
 
     b, d_in = x.shape[0], x[0].numel()
@@ -102,7 +106,7 @@ def jacobian_l1_exact(f: Fn, x: torch.Tensor, hinge: float | None = None, normal
         normalize: divide ||J||_1 by d_out (the scale `jacobian_l1_fd` estimates). Applied before the hinge.
     """
     _check_fn(f)
-    x = _check_x(x).detach()
+    x = _check_x(x, f).detach()
     normalize = check_bool(normalize, "normalize")
     if hinge is not None:
         hinge = check_float(hinge, "hinge", min=0.0)
@@ -132,7 +136,7 @@ def jacobian_l1_fd(f: Fn, x: torch.Tensor, n_probes: int = 8, probe_frac: float 
         (1/S) sum_s mean_b ||Delta_b||_1 / (d_out k / d_in); for linear f and k = 1 unbiased for ||A||_1 / d_out.
     """
     _check_fn(f)
-    x = _check_x(x).detach()
+    x = _check_x(x, f).detach()
     n_probes = check_int(n_probes, "n_probes", min=1)
     sigma = check_float(sigma, "sigma", min=0.0, min_open=True)
     per_element_eps = check_bool(per_element_eps, "per_element_eps")
@@ -204,7 +208,7 @@ class JacobianSparsityPenalty(nn.Module):
         self._check()
         if self.mode == "exact":
             return jacobian_l1_exact(f, x, hinge=self.hinge, normalize=True)
-        x = _check_x(x)
+        x = _check_x(x, f)
         gen = self._gen
         if gen is not None and gen.device != x.device:
             gen = None

@@ -8,7 +8,7 @@ import numpy as np
 
 from icml26.common.validation import check_array, check_float
 
-__all__ = ["translation_error", "jacobian_support_f1", "label_preservation_acc", "mean_abs_jacobian"]
+__all__ = ["jacobian_support_f1", "label_preservation_acc", "mean_abs_jacobian", "translation_error"]
 
 
 def translation_error(Y_hat: np.ndarray, Y: np.ndarray) -> float:

@@ -33,7 +33,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from icml26.common import distributed as D
-from icml26.common.validation import check_bool, check_choice, check_float, check_int, check_seed, require_keys
+from icml26.common.validation import check_choice, check_float, check_int, check_seed, require_keys
 from icml26.results import Claim, Result
 from icml26.sparse_transfer.jacobian import JacobianSparsityPenalty
 from icml26.sparse_transfer.losses import GANLoss, r1_penalty
@@ -146,7 +146,7 @@ def load_image_domains(cfg: dict[str, Any]) -> dict[str, np.ndarray]:
         test, train = slice(0, n_test), slice(n_test, None)
         Xtr, ytr = X[train], y[train]
         half = len(Xtr) // 2
-        rot = lambda a: np.rot90(a, k, axes=(2, 3)).copy()  # noqa: E731
+        rot = lambda a: np.rot90(a, k, axes=(2, 3)).copy()
         out = {"source": Xtr[:half], "source_labels": ytr[:half], "target": rot(Xtr[half:]),
                "target_labels": ytr[half:], "test_source": X[test], "test_target": rot(X[test]),
                "test_labels": y[test], "anchor_target": rot(Xtr[:1])}
@@ -170,7 +170,7 @@ class ConvTranslator(nn.Module):
     def __init__(self, channels: int = 1, width: int = 64) -> None:
         super().__init__()
         w = width
-        act = lambda: nn.LeakyReLU(0.2)  # noqa: E731
+        act = lambda: nn.LeakyReLU(0.2)
         self.down = nn.Sequential(nn.Conv2d(channels, w, 3, 1, 1), act(), nn.Conv2d(w, 2 * w, 4, 2, 1), act(),
                                   nn.Conv2d(2 * w, 2 * w, 4, 2, 1), act())
         self.res = nn.ModuleList([nn.Sequential(nn.Conv2d(2 * w, 2 * w, 3, 1, 1), act(),
@@ -299,8 +299,8 @@ def train_translator(cfg: dict[str, Any], data: dict[str, np.ndarray], lambda_ja
             a = float(cfg["ema"])
             for pe, p in zip(ema.parameters(), g.parameters()):
                 pe.lerp_(p, 1.0 - a)
-        rec = D.mean_reduce({"d": float(d_loss), "g": float(g_adv), "cyc": float(cyc), "anchor": float(anc),
-                             "jac": float(jac)})
+        rec = D.mean_reduce({k: float(v.detach()) for k, v in
+                             (("d", d_loss), ("g", g_adv), ("cyc", cyc), ("anchor", anc), ("jac", jac))})
         losses.append(rec)
         if (step + 1) % int(cfg["log_every"]) == 0:
             D.log(env, f"[lambda_J={lambda_jac}] step {step + 1}: " + ", ".join(f"{k} {v:.4f}" for k, v in rec.items())
@@ -357,9 +357,13 @@ def run_paper(config: dict[str, Any]) -> Result:
             from pathlib import Path
 
             path = Path(cfg["out_dir"]) / f"{arm}.pt"
-            D.save_on_main(env, lambda: (path.parent.mkdir(parents=True, exist_ok=True),
-                                         torch.save({"g_ema": res["ema"].state_dict(), "gi": res["gi"].state_dict()},
-                                                    path)))
+            state = {"g_ema": res["ema"].state_dict(), "gi": res["gi"].state_dict()}
+
+            def save(path: Path = path, state: dict = state) -> None:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                torch.save(state, path)
+
+            D.save_on_main(env, save)
     claims = []
     arms = metrics["arms"]
     if {"fd", "no_jac"} <= set(arms) and "label_preservation" in arms["fd"]:
