@@ -51,9 +51,9 @@ _SMALL: dict[str, Any] = {
 }
 
 CONFIGS: dict[str, dict[str, Any]] = {
-    "smoke": {**_SMALL, "gate_seeds": 1, "report_seeds": 1, "n_train": 400, "n_test": 200, "steps": 30,
+    "smoke": {**_SMALL, "gate_seeds": 1, "report_seeds": 1, "n_train": 300, "n_test": 200, "steps": 20,
               "batch_size": 64, "ot_samples": 200, "mmd_eval_n": 200, "jac_eval_n": 50, "regression_pairs": [1, 20],
-              "od_seeds": 1, "od_n_train": 400, "od_n_test": 100, "od_steps": 20, "od_batch_size": 64, "workers": 1},
+              "od_seeds": 1, "od_n_train": 300, "od_n_test": 100, "od_steps": 10, "od_batch_size": 64, "workers": 1},
     "small": dict(_SMALL),
     "paper": dict(PAPER_CONFIG),
 }
