@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from icml26.common.generation import generate, left_pad, token_logprobs
+from icml26.common.generation import generate, left_pad, token_logprobs, top_p_filter
 from icml26.common.lm import KVCache, RotaryEmbedding, TinyLM, TinyLMConfig, apply_rotary, rope_frequencies
 from icml26.common.train import evaluate_loss, train_lm
 
@@ -113,6 +113,36 @@ def test_sampling_is_reproducible_with_generator_and_top_k():
         seq = torch.tensor([[1, 2] + a[0]])
         top3 = m(seq)[0, 1:-1].topk(3, dim=-1).indices
     assert all(tok in top3[i].tolist() for i, tok in enumerate(a[0]))
+
+
+def test_top_p_filter_keeps_the_smallest_nucleus():
+    logits = torch.log(torch.tensor([[0.2, 0.5, 0.3], [0.1, 0.1, 0.8]]))
+    kept = torch.isfinite(top_p_filter(logits, 0.6))
+    assert kept.tolist() == [[False, True, True], [False, False, True]]      # 0.5 + 0.3 reaches 0.6; 0.8 alone
+    assert torch.isfinite(top_p_filter(logits, 0.5)).sum(-1).tolist() == [1, 1]  # the top token is always kept
+    assert torch.equal(top_p_filter(logits, 1.0), logits) and torch.equal(top_p_filter(logits, None), logits)
+    with pytest.raises(ValueError, match="top_p"):
+        top_p_filter(logits, 0.0)
+
+
+def test_generate_top_p_and_logits_hook():
+    m = small_lm()
+    g = torch.Generator().manual_seed(0)
+    nucleus = generate(m, [[1, 2]], 8, temperature=1.0, top_p=1e-6, generator=g)   # tiny nucleus = greedy
+    assert nucleus == generate(m, [[1, 2]], 8, temperature=0)
+    steps = []
+
+    def only_token_5(step, logits):
+        steps.append(step)
+        out = torch.full_like(logits, float("-inf"))
+        out[:, 5] = 0.0
+        return out
+
+    forced = generate(m, [[1, 2], [3]], 4, temperature=1.0, logits_hook=only_token_5, generator=g)
+    assert forced == [[5] * 4, [5] * 4] and steps == [0, 1, 2, 3]
+    ddp_like = torch.nn.Module()
+    ddp_like.module = m                                   # a wrapper with .module (DDP) is unwrapped
+    assert generate(ddp_like, [[1, 2]], 5, temperature=0) == generate(m, [[1, 2]], 5, temperature=0)
 
 
 def test_token_logprobs_match_manual_softmax():

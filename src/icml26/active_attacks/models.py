@@ -25,8 +25,8 @@ import torch
 from torch import nn
 
 from icml26.active_attacks.classifiers import check_texts
-from icml26.common.generation import is_hf_model, lm_logits
-from icml26.common.lm import KVCache, TinyLM
+from icml26.common.generation import generate, is_hf_model, lm_logits, top_p_filter
+from icml26.common.lm import TinyLM
 from icml26.common.validation import check_bool, check_float, check_int
 
 DEFAULT_REFUSAL = "Sorry, I cannot."
@@ -54,88 +54,24 @@ def _check_tokenizer(tok, name: str = "tokenizer") -> None:
             raise TypeError(f"{name} must have encode/decode methods (a HF tokenizer or WordTokenizer)")
 
 
-def _hf_cache_kwarg(model) -> str:
-    """transformers >= 5 may name the KV-cache argument `cache`; older releases `past_key_values`."""
-    import inspect
-
-    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
-
-
 def _device(model) -> torch.device:
     return next(model.parameters()).device
 
 
 # ----------------------------------------------------------------------------------------------- sampling
-def top_p_filter(logits: torch.Tensor, top_p: float) -> torch.Tensor:
-    """Nucleus filter on (B, V) logits: keep the smallest set of tokens whose probability reaches `top_p`."""
-    if top_p >= 1.0:
-        return logits
-    sorted_logits, idx = torch.sort(logits, dim=-1, descending=True)
-    cum = torch.softmax(sorted_logits, -1).cumsum(-1)
-    drop = cum - torch.softmax(sorted_logits, -1) >= top_p  # tokens after the nucleus is already full
-    sorted_logits = sorted_logits.masked_fill(drop, float("-inf"))
-    return torch.empty_like(logits).scatter_(-1, idx, sorted_logits)
-
-
-@torch.no_grad()
 def sample_tokens(model, prompts: Sequence[Sequence[int]], max_new_tokens: int, *, temperature: float = 1.0,
                   top_p: float = 1.0, eos_token_id: int | None = None, pad_token_id: int = 0,
                   generator: torch.Generator | None = None,
                   logits_hook: Callable[[int, torch.Tensor], torch.Tensor] | None = None) -> list[list[int]]:
     """Sample continuations (KV cache; left padding) with temperature and top-p; stops at EOS (kept).
 
-    `logits_hook(step, logits (B, V)) -> logits` edits the next-token logits before temperature/top-p (used for
-    vocabulary masks and forced stops; the same hook must then be used when scoring). The batch stops as soon
-    as every row has emitted EOS. Works for a TinyLM and a Hugging Face causal LM alike.
+    `icml26.common.generation.generate` with this package's defaults. `logits_hook(step, logits (B, V)) ->
+    logits` edits the next-token logits before temperature/top-p (vocabulary masks and forced stops; the same
+    hook must then be used when scoring). Works for a TinyLM and a Hugging Face causal LM alike.
     """
-    model = _inner(model)
-    if not prompts or any(len(p) == 0 for p in prompts):
-        raise ValueError("every prompt must have at least one token")
-    dev = _device(model)
-    B, T = len(prompts), max(len(p) for p in prompts)
-    ids = torch.full((B, T), pad_token_id, dtype=torch.long)
-    mask = torch.zeros((B, T), dtype=torch.long)
-    for i, p in enumerate(prompts):
-        ids[i, T - len(p):] = torch.as_tensor(list(p), dtype=torch.long)
-        mask[i, T - len(p):] = 1
-    ids, mask = ids.to(dev), mask.to(dev)
-    full = bool(mask.all())
-    was = model.training
-    model.eval()
-    hf = is_hf_model(model)
-    state = None if hf else KVCache.empty(model.config.n_layers)
-    cache_kw = _hf_cache_kwarg(model) if hf else ""
-    out = torch.full((B, max_new_tokens), -1, dtype=torch.long, device=dev)
-    done = torch.zeros(B, dtype=torch.bool, device=dev)
-    step_ids = ids
-    try:
-        for t in range(max_new_tokens):
-            if hf:
-                pos = (mask.cumsum(-1) - 1).clamp_min(0)[:, -step_ids.shape[1]:]
-                res = model(input_ids=step_ids, attention_mask=mask, position_ids=pos, use_cache=True,
-                            **{cache_kw: state})
-                state = getattr(res, "past_key_values", None) or getattr(res, "cache", None)
-                logits = res.logits[:, -1].float()
-            else:
-                logits = model(step_ids, attention_mask=None if full else mask, cache=state)[:, -1].float()
-            if logits_hook is not None:
-                logits = logits_hook(t, logits)
-            if temperature == 0:
-                nxt = logits.argmax(-1)
-            else:
-                probs = torch.softmax(top_p_filter(logits / temperature, top_p), -1)
-                nxt = torch.multinomial(probs, 1, generator=generator).squeeze(-1)
-            nxt = torch.where(done, torch.full_like(nxt, pad_token_id), nxt)
-            out[:, t] = torch.where(done, torch.full_like(nxt, -1), nxt)
-            if eos_token_id is not None:
-                done |= nxt == eos_token_id
-            if bool(done.all()):
-                break
-            step_ids = nxt[:, None]
-            mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
-    finally:
-        model.train(was)
-    return [[int(x) for x in row if x >= 0] for row in out.cpu().tolist()]
+    return generate(_inner(model), [list(p) for p in prompts], max_new_tokens, temperature=temperature,
+                    top_p=top_p, eos_token_id=eos_token_id, pad_token_id=pad_token_id, generator=generator,
+                    logits_hook=logits_hook)
 
 
 # ----------------------------------------------------------------------------------------------- attacker

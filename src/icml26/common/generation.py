@@ -6,7 +6,7 @@ Every function takes `model` as either an `icml26.common.lm.TinyLM` or any `tran
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -73,9 +73,23 @@ def left_pad(seqs: Sequence[Sequence[int]], pad_id: int = 0) -> tuple[torch.Tens
     return ids, mask
 
 
+def top_p_filter(logits: torch.Tensor, top_p: float | None) -> torch.Tensor:
+    """Nucleus filter on (B, V) logits: keep the smallest set of most likely tokens whose probability reaches
+    `top_p` (the most likely token is always kept); the rest get -inf. `None` or >= 1 returns `logits`."""
+    if top_p is None or top_p >= 1.0:
+        return logits
+    if not top_p > 0:
+        raise ValueError(f"top_p must be in (0, 1], got {top_p}")
+    sorted_logits, idx = torch.sort(logits, dim=-1, descending=True)
+    p = torch.softmax(sorted_logits, -1)
+    drop = p.cumsum(-1) - p >= top_p  # the nucleus was already full before this token
+    return torch.empty_like(logits).scatter_(-1, idx, sorted_logits.masked_fill(drop, float("-inf")))
+
+
 def sample_next(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None,
-                generator: torch.Generator | None = None) -> torch.Tensor:
-    """Sample token ids (B,) from last-step logits (B, V); temperature 0 means greedy."""
+                generator: torch.Generator | None = None, top_p: float | None = None) -> torch.Tensor:
+    """Sample token ids (B,) from last-step logits (B, V); temperature 0 means greedy. `top_k` then `top_p`
+    (nucleus) filter the tempered distribution."""
     if temperature < 0:
         raise ValueError(f"temperature must be >= 0, got {temperature}")
     if temperature == 0:
@@ -86,7 +100,7 @@ def sample_next(logits: torch.Tensor, temperature: float = 1.0, top_k: int | Non
             raise ValueError(f"top_k must be >= 1, got {top_k}")
         kth = torch.topk(logits, min(top_k, logits.shape[-1]), dim=-1).values[:, -1:]
         logits = logits.masked_fill(logits < kth, float("-inf"))
-    probs = F.softmax(logits, dim=-1)
+    probs = F.softmax(top_p_filter(logits, top_p), dim=-1)
     return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
 
 
@@ -98,14 +112,19 @@ def generate(
     *,
     temperature: float = 1.0,
     top_k: int | None = None,
+    top_p: float | None = None,
     eos_token_id: int | None = None,
     pad_token_id: int = 0,
     generator: torch.Generator | None = None,
+    logits_hook: Callable[[int, torch.Tensor], torch.Tensor] | None = None,
 ) -> list[list[int]]:
     """Sample continuations for a batch of prompts (variable lengths are left-padded), with a KV cache.
 
     Returns the new tokens of each prompt; a continuation stops after `eos_token_id` (kept as its last token).
-    Works for `TinyLM` and Hugging Face causal LMs alike; `generator` makes sampling reproducible.
+    Works for `TinyLM` and Hugging Face causal LMs alike (a DDP-wrapped model is unwrapped); `generator` makes
+    sampling reproducible. `logits_hook(step, logits (B, V) float) -> logits` edits the next-token logits before
+    temperature, top-k and top-p (vocabulary masks, forced stops; score with the same hook to get the exact
+    log-probability of what was sampled).
     """
     if max_new_tokens < 0:
         raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
@@ -113,6 +132,9 @@ def generate(
         if prompts.ndim != 2:
             raise ValueError(f"prompt tensor must be (B, T), got {tuple(prompts.shape)}")
         prompts = prompts.tolist()
+    inner = getattr(model, "module", None)
+    if isinstance(inner, torch.nn.Module) and (isinstance(inner, TinyLM) or is_hf_model(inner)):
+        model = inner
     was_training = model.training
     model.eval()
     dev = _device(model)
@@ -126,7 +148,7 @@ def generate(
     cache_kw = _hf_cache_kwarg(model) if hf else ""
     step_ids = ids
     try:
-        for _ in range(max_new_tokens):
+        for step in range(max_new_tokens):
             if hf:
                 positions = (mask.cumsum(-1) - 1).clamp_min(0)[:, -step_ids.shape[1]:]
                 res = model(input_ids=step_ids, attention_mask=mask, position_ids=positions,
@@ -135,7 +157,10 @@ def generate(
                 state = getattr(res, "past_key_values", None) or getattr(res, "cache", None)
             else:
                 logits = model(step_ids, attention_mask=mask, cache=state)[:, -1]
-            nxt = sample_next(logits, temperature, top_k, generator)
+            logits = logits.float()
+            if logits_hook is not None:
+                logits = logits_hook(step, logits)
+            nxt = sample_next(logits, temperature, top_k, generator, top_p)
             nxt = torch.where(done, torch.full_like(nxt, pad_token_id), nxt)
             for i in torch.nonzero(~done).flatten().tolist():
                 out[i].append(int(nxt[i]))
