@@ -154,7 +154,8 @@ def generate(
                 res = model(input_ids=step_ids, attention_mask=mask, position_ids=positions,
                             use_cache=True, **{cache_kw: state})
                 logits = res.logits[:, -1]
-                state = getattr(res, "past_key_values", None) or getattr(res, "cache", None)
+                # transformers >= 5 returns `cache` (reading `past_key_values` there warns it is deprecated)
+                state = res["cache"] if "cache" in res else getattr(res, "past_key_values", None)
             else:
                 logits = model(step_ids, attention_mask=mask, cache=state)[:, -1]
             logits = logits.float()
