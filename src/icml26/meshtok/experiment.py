@@ -39,13 +39,13 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "n_train": 6, "n_test": 4, "grid": 32, "patch": 8, "refine_ratio": 0.25, "n_frames": 6, "nu": 2e-3,
         "data_seed": 0, "cache": True,
         **_MODEL, "dim": 16, "depth": 1, "heads": 2, "ffn": 32, "dec_width": 4,
-        **_TRAIN, "steps": 3, "batch_size": 2, "rollout_steps": 2,
+        **_TRAIN, "steps": 3, "batch_size": 2, "rollout_steps": 2, "rollout_n": 2,
     },
     "small": {
         "seed": 0, "n_seeds": 3, "workers": 0, "arms": ["meshtok", "random", "coarse"],
         "n_train": 192, "n_test": 64, "grid": 64, "patch": 8, "refine_ratio": 0.25, "n_frames": 12, "nu": 2e-3,
         "data_seed": 0, "cache": True,
-        **_MODEL, **_TRAIN, "steps": 300, "rollout_steps": 4,
+        **_MODEL, **_TRAIN, "steps": 300, "rollout_steps": 4, "rollout_n": 16,
     },
 }
 
@@ -67,6 +67,7 @@ CONFIG_HELP: dict[str, str] = {
     "batch_size": "windows per step", "context": "input frames per window (targets: the next frame of each)",
     "eval_stride": "test windows start every eval_stride frames", "eval_batch": "windows per evaluation batch",
     "steps": "optimizer steps per arm (one count for all arms)", "rollout_steps": "report: sliding-context rollout steps",
+    "rollout_n": "report: test trajectories rolled out",
     "scale": "smoke | small | paper (set by the CLI)",
 }
 
@@ -143,6 +144,7 @@ def validate_config(config: dict) -> None:
     check_int(c["eval_stride"], "eval_stride", min=1)
     check_int(c["eval_batch"], "eval_batch", min=1)
     check_int(c["steps"], "steps", min=1)
+    check_int(c["rollout_n"], "rollout_n", min=1)
     r = check_int(c["rollout_steps"], "rollout_steps", min=0)
     if r and ctx + r > nf:
         raise ValueError(f"rollout_steps={r} needs n_frames >= context + rollout_steps = {ctx + r}, got {nf}")

@@ -152,9 +152,10 @@ class MultiScaleTokenizer(nn.Module):
         self.coarse_mix = nn.Linear(D, D, bias=False)
         self.fine_in = nn.Linear(C * h * h, D, bias=False)
         self.fine_mix = nn.Linear(D, D, bias=False)
-        # decoder: ConvTranspose2d(D, Wd, P, stride P) + ConvTranspose2d(D, Wd, P/2, stride P/2), then the head
-        self.coarse_out = nn.Linear(D, Wd * P * P, bias=False)
-        self.fine_out = nn.Linear(D, Wd * h * h, bias=False)
+        # decoder: ConvTranspose2d(D, Wd, P, stride P) + ConvTranspose2d(D, Wd, P/2, stride P/2), then the head;
+        # output features ordered (row, column, channel) so the pixels come out channels-last without a permute
+        self.coarse_out = nn.Linear(D, P * P * Wd, bias=False)
+        self.fine_out = nn.Linear(D, h * h * Wd, bias=False)
         self.head1 = nn.Linear(Wd, Wd)
         self.head2 = nn.Linear(Wd, C)
 
@@ -256,16 +257,21 @@ class MultiScaleTokenizer(nn.Module):
         K, n, P, h, Wd = self.k, self.n, self.patch, self.patch // 2, self.dec_width
         inner = torch.zeros_like(t).scatter(1, layout.perm.unsqueeze(-1).expand(-1, -1, self.dim), t)
         tc, tf = inner[:, : n * n - K], inner[:, n * n - K:]
-        feat = t.new_zeros(N, n * n, P, P, Wd)
+        C = self.in_channels
+        # each pixel belongs to exactly one branch (coarse cell or fine child), so the head runs per branch and
+        # only its C-channel output is scattered into place (same result as summing the two zero-padded maps)
+        out = t.new_zeros(N, n * n, P, P, C)
         if K < n * n:
             keep = (~layout.refined).nonzero()[:, 1].reshape(N, n * n - K)
-            oc = self.coarse_out(tc).reshape(N, n * n - K, Wd, P, P).permute(0, 1, 3, 4, 2)
-            feat = feat.scatter(1, keep.view(N, -1, 1, 1, 1).expand(-1, -1, P, P, Wd), oc)
+            oc = self._head(self.coarse_out(tc).view(N, n * n - K, P, P, Wd))  # rows of coarse_out are (P, P, Wd)
+            out = out.scatter(1, keep.view(N, -1, 1, 1, 1).expand(-1, -1, P, P, C), oc)
         if K:
-            of = self.fine_out(tf).reshape(N, K, 2, 2, Wd, h, h).permute(0, 1, 2, 5, 3, 6, 4).reshape(N, K, P, P, Wd)
-            feat = feat.scatter(1, layout.refined_idx.view(N, K, 1, 1, 1).expand(-1, -1, P, P, Wd), of)
-        out = self.head2(self._act(self.head1(self._act(feat))))  # (N, n^2, P, P, C)
+            of = self.fine_out(tf).view(N, K, 2, 2, h, h, Wd).permute(0, 1, 2, 4, 3, 5, 6).reshape(N, K, P, P, Wd)
+            out = out.scatter(1, layout.refined_idx.view(N, K, 1, 1, 1).expand(-1, -1, P, P, C), self._head(of))
         return _unpatchify(out.permute(0, 1, 4, 2, 3), n)
+
+    def _head(self, feat: torch.Tensor) -> torch.Tensor:
+        return self.head2(self._act(self.head1(self._act(feat))))
 
 
 class GeometryFiLM(nn.Module):
@@ -593,6 +599,8 @@ class MeshTok(nn.Module):
                 dz = self.tokenizer.decode(out_last, state["layout"])
                 nz = state["z"] + dz if self.residual else dz
                 preds.append(nz.unsqueeze(1))
+                if s == n_steps - 1:  # the last prediction is not fed back
+                    return out_last
                 nb = self._embed(nz.unsqueeze(1), state["t"], generator=generator)
                 state.update(z=nz, layout=nb, t=state["t"] + 1)
                 return nb.tokens.view(B, L, -1)

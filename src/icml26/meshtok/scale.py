@@ -40,7 +40,7 @@ PAPER_CONFIG: dict[str, Any] = {
     "dim": 512, "depth": 8, "heads": 8, "ffn": 1280, "mlp": "swiglu", "dec_width": 32, "max_time_len": 20,
     "residual": False, "attn_impl": "flex",
     "lr": 1e-4, "weight_decay": 1e-4, "warmup_frac": 0.1, "grad_clip": 1.0, "input_noise": 0.01,
-    "batch_size": 8, "context": 10, "eval_stride": 5, "eval_batch": 8, "steps": 80000, "rollout_steps": 10,
+    "batch_size": 8, "context": 10, "eval_stride": 5, "eval_batch": 8, "steps": 80000, "rollout_steps": 10, "rollout_n": 64,
     "dtype": "bfloat16", "device": "cuda", "out_dir": "runs/meshtok/paper/checkpoints",
 }
 
@@ -64,7 +64,7 @@ def validate_paper_config(config: dict) -> None:
     for key, lo in (("n_train", 1), ("n_test", 1), ("grid", 4), ("patch", 2), ("n_frames", 2), ("dim", 2),
                     ("depth", 1), ("heads", 1), ("ffn", 1), ("dec_width", 1), ("max_time_len", 1),
                     ("batch_size", 1), ("context", 1), ("eval_stride", 1), ("eval_batch", 1), ("steps", 1),
-                    ("rollout_steps", 0), ("workers", 0)):
+                    ("rollout_steps", 0), ("rollout_n", 1), ("workers", 0)):
         check_int(c[key], key, min=lo)
     from icml26.meshtok.meshtok import refined_count
 

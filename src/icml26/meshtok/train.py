@@ -155,8 +155,9 @@ def evaluate_arm(model: MeshTok, cfg: dict[str, Any], test: np.ndarray, seed: in
     r = int(cfg.get("rollout_steps", 0))
     if r and T_all >= ctx + r:
         preds, trues = [], []
-        for lo in range(0, test.shape[0], eb):
-            w = torch.from_numpy(test[lo:lo + eb, : ctx + r])
+        for lo in range(0, min(test.shape[0], int(cfg.get("rollout_n", test.shape[0]))), eb):
+            hi = min(lo + eb, int(cfg.get("rollout_n", test.shape[0])))
+            w = torch.from_numpy(test[lo:hi, : ctx + r])
             preds.append(model.rollout(w[:, :ctx], r, window=ctx, generator=gen))
             trues.append(w[:, ctx:])
         e = rel_l2(torch.cat(preds), torch.cat(trues))  # (B, r)
