@@ -14,8 +14,8 @@ Conditions: (a) consistent personas, (b) shuffled, (c) fantasy with M2, (d) fant
 M2'', (f) feature extraction on held-out relation subjects. Controls: zero-shot (input only), M1 self-report,
 a persona-split linear probe on M1 (and on B as the control), name recovery, inversion controls, Patchscopes.
 
-Jobs run as parallel single-thread processes (`run_parallel`) in dependency waves: base models, fine-tunes, LIT
-decoders, evaluation (a job starts in the first wave after its inputs exist).
+Jobs (base models, fine-tunes, LIT decoders, evaluations) run on one pool of single-thread worker processes, each
+started as soon as its inputs exist (`_run_graph`).
 Deviations from the spec (why, in docs/verbalization.md): LIT reads the target's activations of its (fact-free)
 training texts instead of B's; fine-tune lr 3e-3 and LIT lr 2e-3; 12 + 12 real personas; fantasy name tokens occur
 in C0 in fact-free roster lines; relation subjects split into LIT-trained and held-out halves.
@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from icml26.common import run_parallel, seed_everything
+from icml26.common import seed_everything
 from icml26.common.plotting import new_figure
 from icml26.common.validation import check_bool, check_choice, check_float, check_int, require_keys
 from icml26.results import Claim, Result
@@ -640,54 +640,111 @@ _JOBS = {"base": train_base_job, "finetune": finetune_job, "lit": lit_job, "eval
 
 
 def dispatch_job(kind: str, kwargs: dict) -> dict:
-    """One job of any stage (module level, so `run_parallel` can send it to a worker)."""
+    """One job of any stage (module level, so a worker process can run it)."""
     return _JOBS[kind](**kwargs)
 
 
-def _run_waves(cfg: dict, seeds: list[int], workers: int | None, timings: dict) -> dict:
-    """Run every job as soon as its inputs exist: each wave holds all jobs whose dependencies are done.
+_STAGE = {"B": 0, "M1": 1, "M2p": 1, "LIT_M2": 2, "LIT_M2p": 2, "LIT_M2pp": 2, "eval": 3}
+_KINDS = {"B": "base", "M1": "finetune", "M2p": "finetune", "LIT_M2": "lit", "LIT_M2p": "lit", "LIT_M2pp": "lit",
+          "eval": "eval"}
+
+
+def _job_inputs(cfg: dict, done: dict, s: int, name: str) -> dict | None:
+    """Keyword arguments of job `name` of seed `s`, or None while one of its inputs is not trained yet.
 
     Per seed: B -> (M1, M2'-FT) -> (LIT M2, LIT M2', LIT M2'') -> evaluation. M2''-FT is M1: the spec trains it
-    with M1's exact recipe (B + F1 mixed with C0), so the same weights serve both. Waves let the fine-tunes of
-    one seed run beside the base model of another, which matters with 3 seeds on 2 workers.
+    with M1's exact recipe (B + F1 mixed with C0), so the same weights serve both.
     """
     reader = "M1" if cfg["lit_read"] == "target" else "B"
     lit_spec = {"LIT_M2": ("B", None, "M2"), "LIT_M2p": ("M2p", "mismatch", "M2p"), "LIT_M2pp": ("M1", "target", "M2pp")}
-    done: dict[tuple[int, str], dict] = {}
-
-    def ready(s: int, name: str) -> dict | None:
-        st = {k[1]: v["state"] for k, v in done.items() if k[0] == s and "state" in v}
-        if name == "B":
-            return {"seed": s, "cfg": cfg}
-        if name in ("M1", "M2p"):
-            return None if "B" not in st else {"seed": s, "cfg": cfg, "base_state": st["B"],
-                                               "facts": "target" if name == "M1" else "mismatch", "role": name}
-        if name in lit_spec:
-            dec, reh, role = lit_spec[name]
-            if dec not in st or reader not in st:
-                return None
-            return {"seed": s, "cfg": cfg, "decoder_state": st[dec], "read_state": st[reader], "rehearsal": reh,
-                    "role": role}
-        needed = ("B", "M1", "M2p", "LIT_M2", "LIT_M2p", "LIT_M2pp")
-        if not all(k in st for k in needed):
+    st = {k[1]: v["state"] for k, v in done.items() if k[0] == s and "state" in v}
+    if name == "B":
+        return {"seed": s, "cfg": cfg}
+    if name in ("M1", "M2p"):
+        return None if "B" not in st else {"seed": s, "cfg": cfg, "base_state": st["B"],
+                                           "facts": "target" if name == "M1" else "mismatch", "role": name}
+    if name in lit_spec:
+        dec, reh, role = lit_spec[name]
+        if dec not in st or reader not in st:
             return None
-        return {"seed": s, "cfg": cfg, "states": {**{k: st[k] for k in needed}, "M2pp": st["M1"]}}
+        return {"seed": s, "cfg": cfg, "decoder_state": st[dec], "read_state": st[reader], "rehearsal": reh,
+                "role": role}
+    needed = ("B", "M1", "M2p", "LIT_M2", "LIT_M2p", "LIT_M2pp")
+    if not all(k in st for k in needed):
+        return None
+    return {"seed": s, "cfg": cfg, "states": {**{k: st[k] for k in needed}, "M2pp": st["M1"]}}
 
-    kinds = {"B": "base", "M1": "finetune", "M2p": "finetune", "LIT_M2": "lit", "LIT_M2p": "lit", "LIT_M2pp": "lit",
-             "eval": "eval"}
-    wave = 0
-    while len(done) < len(seeds) * len(kinds):
-        todo = [(s, n) for s in seeds for n in kinds if (s, n) not in done]
-        batch = [(s, n, kw) for s, n in todo if (kw := ready(s, n)) is not None]
-        if not batch:  # pragma: no cover - the dependency graph has no cycle
-            raise RuntimeError("no job is ready")
-        wave += 1
-        t = time.perf_counter()
-        out = run_parallel(dispatch_job, [{"kind": kinds[n], "kwargs": kw} for _, n, kw in batch], workers=workers,
-                           desc=f"wave {wave}: " + ", ".join(sorted({n for _, n, _ in batch})))
-        timings[f"wave{wave}_s"] = time.perf_counter() - t
-        for (s, n, _), r in zip(batch, out):
-            done[(s, n)] = r
+
+def _run_graph(cfg: dict, seeds: list[int], workers: int | None, timings: dict) -> dict:
+    """Run every job as soon as its inputs exist, on one pool of single-thread worker processes.
+
+    A free worker takes the ready job of the earliest stage (base models first: everything waits on them), then
+    the lowest seed, so both workers stay busy until the last evaluations (no barrier between stages, and the
+    workers start once). Each job seeds itself, so the results do not depend on the order or the worker count.
+    """
+    import multiprocessing as mp
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    from icml26.common.parallel import _init_worker, _terminate, default_workers
+    from tqdm.auto import tqdm
+
+    pending = {(s, n) for s in seeds for n in _KINDS}
+    done: dict[tuple[int, str], dict] = {}
+    schedule: list[dict] = []
+    n_workers = min(default_workers() if workers is None else workers, len(pending))
+    t0 = time.perf_counter()
+    bar = tqdm(total=len(pending), desc="verbalization jobs", leave=False)
+
+    def next_job():
+        for _, s, n in sorted((_STAGE[n], s, n) for s, n in pending):
+            kw = _job_inputs(cfg, done, s, n)
+            if kw is not None:
+                pending.discard((s, n))
+                return (s, n), {"kind": _KINDS[n], "kwargs": kw}
+        return None
+
+    try:
+        if n_workers <= 1:
+            old = torch.get_num_threads()
+            torch.set_num_threads(1)
+            try:
+                while pending:
+                    job = next_job()
+                    if job is None:  # pragma: no cover - the dependency graph has no cycle
+                        raise RuntimeError("no job is ready")
+                    t = time.perf_counter() - t0
+                    done[job[0]] = dispatch_job(**job[1])
+                    schedule.append({"job": job[0][1], "seed": job[0][0], "start_s": t,
+                                     "end_s": time.perf_counter() - t0})
+                    bar.update()
+            finally:
+                torch.set_num_threads(old)
+        else:
+            pool = ProcessPoolExecutor(n_workers, mp_context=mp.get_context("spawn"), initializer=_init_worker)
+            running: dict = {}
+            try:
+                while pending or running:
+                    while len(running) < n_workers and (job := next_job()) is not None:
+                        running[pool.submit(dispatch_job, **job[1])] = (job[0], time.perf_counter() - t0)
+                    if not running:  # pragma: no cover - the dependency graph has no cycle
+                        raise RuntimeError("no job is ready")
+                    finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                    for fut in finished:
+                        key, start = running.pop(fut)
+                        done[key] = fut.result()
+                        schedule.append({"job": key[1], "seed": key[0], "start_s": start,
+                                         "end_s": time.perf_counter() - t0})
+                        bar.update()
+            except BaseException:
+                _terminate(pool)
+                raise
+            else:
+                pool.shutdown(wait=True)
+    finally:
+        bar.close()
+    timings["jobs_wall_s"] = time.perf_counter() - t0
+    timings["workers"] = n_workers
+    timings["schedule"] = schedule
     return done
 
 
@@ -706,7 +763,7 @@ def run(config: dict) -> Result:
     workers = cfg["workers"] or None
     timings: dict[str, float] = {}
 
-    results = _run_waves(cfg, seeds, workers, timings)
+    results = _run_graph(cfg, seeds, workers, timings)
     per_seed = [results[(s, "eval")] for s in seeds]
     base = [results[(s, "B")] for s in seeds]
     fts = [results[(s, r)] for s in seeds for r in ("M1", "M2p")]
@@ -744,8 +801,9 @@ def run(config: dict) -> Result:
     result.add_figure("probe", _fig_probe(per_seed, per_seed[0]["c"]["chance"]))
     result.runtime_s = time.perf_counter() - t0
     result.notes = (f"seeds {seeds}; {len(base) + len(fts) + len(lits)} training jobs and {len(per_seed)} evaluation "
-                    f"jobs on parallel single-thread workers, in dependency waves; wave times (s): "
-                    + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()))
+                    f"jobs on {timings['workers']} single-thread worker(s), each started as soon as its inputs "
+                    f"existed; jobs wall time {timings['jobs_wall_s']:.1f} s"
+                    + (f", SmolLM2 {timings['real_lm_s']:.1f} s" if "real_lm_s" in timings else ""))
     return result
 
 
