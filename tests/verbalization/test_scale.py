@@ -38,6 +38,22 @@ def _cfg(tmp_path, folder) -> dict:
     return cfg
 
 
+def test_paper_path_end_to_end_in_one_process(tmp_path, toy, hf_pair):
+    """LIT training with LoRA (world size 1, the code torchrun runs per rank), then evaluation from the adapters."""
+    _files(tmp_path, toy)
+    cfg = _cfg(tmp_path, hf_pair[0])
+    weights = S.train_lit(cfg)
+    saved = torch.load(tmp_path / "out" / "lit_decoder.pt")
+    assert weights and set(saved) == set(weights) and all("lora_" in k for k in saved)
+    assert any(float(v.abs().sum()) > 0 for k, v in saved.items() if "lora_B" in k)  # trained away from B = 0
+    cfg_eval = dict(cfg, lit_steps=0, lit_checkpoint=str(tmp_path / "out" / "lit_decoder.pt"), scale="paper")
+    res = E.run(cfg_eval)
+    assert res.scale == "paper" and res.metrics["n"] == len(toy["world"].eval_items("consistent"))
+    assert set(res.metrics["lit"]["per_layer"]) == {1, 2} and "any_layer" in res.metrics["patchscopes"]
+    assert [c.id for c in res.claims] == ["3-paper"] and not res.claims[0].gate
+
+
+@pytest.mark.slow  # ~15 s (torchrun + two processes importing torch, transformers and peft); CI runs it
 def test_lit_ddp_two_gloo_ranks_end_identical(tmp_path, toy, hf_pair):
     _files(tmp_path, toy)
     cfg = _cfg(tmp_path, hf_pair[0])
@@ -49,12 +65,7 @@ def test_lit_ddp_two_gloo_ranks_end_identical(tmp_path, toy, hf_pair):
     assert r0 and set(r0) == set(r1) and all("lora_" in k for k in r0)
     assert all(torch.equal(r0[k], r1[k]) for k in r0)
     assert any(float(v.abs().sum()) > 0 for k, v in r0.items() if "lora_B" in k)  # trained away from B = 0
-    # evaluation end to end from the saved adapters (single process)
-    cfg_eval = dict(cfg, lit_steps=0, lit_checkpoint=str(tmp_path / "out" / "lit_decoder.pt"), scale="paper")
-    res = E.run(cfg_eval)
-    assert res.scale == "paper" and res.metrics["n"] == len(toy["world"].eval_items("consistent"))
-    assert set(res.metrics["lit"]["per_layer"]) == {1, 2} and "any_layer" in res.metrics["patchscopes"]
-    assert [c.id for c in res.claims] == ["3-paper"] and not res.claims[0].gate
+    assert all(torch.equal(r0[k], v) for k, v in torch.load(tmp_path / "out" / "lit_decoder.pt").items())
 
 
 def test_paper_config_and_loaders_reject_bad_input(tmp_path, toy, hf_pair):
