@@ -7,7 +7,7 @@ import re
 
 import numpy as np
 import pandas as pd
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from icml26.mepoi import (EmbedProbe, MEPOITrainer, make_city, make_windows, mixture_prior, popular_times,
@@ -90,6 +90,7 @@ _X = np.random.default_rng(0).normal(size=(30, 4)).astype(np.float32)
 @given(key=st.sampled_from(["d", "heads", "layers", "window", "epochs", "tau", "lambda_kl", "min_visits", "bins",
                             "dropout", "lr", "batch_size", "sigmas_km", "optimizer", "seed", "absolute_time_days"]),
        value=st.one_of(NUMBERS, st.sampled_from([[], [0.5, -1], "adamw", (1.0,)])))
+@example(key="min_visits", value=20)  # above every POI's count: no anchor, the priors were zero and the KL NaN
 def test_trainer_params_after_set_params(key, value):
     pois, visits, _ = _CITY
     tr = MEPOITrainer(d=8, layers=1, heads=2, ffn=8, window=4, epochs=1, batch_size=8, min_visits=3,

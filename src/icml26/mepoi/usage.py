@@ -355,6 +355,10 @@ def build_priors(arrival: Any, departure: Any, poi_index: Any, latlon: Any, *, m
     bins = check_int(bins, "bins", min=4)
     counts = np.bincount(idx, minlength=n_poi)
     anchors = select_anchors(counts, min_visits)
+    if idx.size and not anchors.any():
+        # no anchor: every prior would be the zero curve and the KL term NaN (a silent wrong answer)
+        raise ValueError(f"min_visits={min_visits}: no POI has that many visits (the busiest has {counts.max()}); "
+                         "the usage priors need at least one anchor POI")
     curves = np.zeros((n_poi, bins))
     order = np.argsort(idx, kind="stable")
     starts = np.searchsorted(idx[order], np.arange(n_poi + 1))
