@@ -32,6 +32,8 @@ special = st.sampled_from([0.0, 1.0, -1.0, 1e30, -1e30, float("nan"), float("inf
 def arrays(draw, max_dims=6):
     nd = draw(st.integers(0, max_dims))
     shape = tuple(draw(st.lists(st.sampled_from([0, 1, 2, 3, 4, 5, 8, 16]), min_size=nd, max_size=nd)))
+    if int(np.prod(shape)) > 4096:  # keep examples small (a list of 16^6 floats takes minutes to build)
+        shape = shape[:3]
     size = int(np.prod(shape)) if shape else 1
     base = np.random.default_rng(draw(st.integers(0, 1000))).standard_normal(size)
     if size and draw(st.booleans()):
@@ -130,7 +132,7 @@ def test_rel_l2(a, b):
 
 @SETTINGS
 @given(n=st.one_of(st.integers(-1, 2), st.floats(0, 3)), grid=st.sampled_from([2, 8, 8.0, 8.5]),
-       nu=st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.just(1e-2)),
+       nu=st.one_of(st.floats(-10, 10), st.sampled_from([float("nan"), float("inf"), 0.0, 1e-2, 1e300])),
        amp=st.sampled_from([(0.8, 1.5), (1.5, 0.8), (0.0, 1.0), [1.0], (float("nan"), 1.0)]))
 def test_burgers_arguments(n, grid, nu, amp):
     try:

@@ -66,6 +66,8 @@ def indicator_terms(x: torch.Tensor, patch: int, periodic: bool = False) -> dict
     x, p = _check_frames(x, patch)
     periodic = check_bool(periodic, "periodic")
     N, C, Hh, Ww = x.shape
+    dtype = x.dtype
+    x = x.to(torch.float64)  # float32 fields near 1e30 would overflow the squared gradient otherwise
     xc = x.reshape(N * C, 1, Hh, Ww)
     if periodic:
         xp = F.pad(xc, (1, 1, 1, 1), mode="circular")
@@ -73,13 +75,17 @@ def indicator_terms(x: torch.Tensor, patch: int, periodic: bool = False) -> dict
         xp = F.pad(xc, (1, 1, 1, 1))
     k = torch.stack([_SOBEL_X, _SOBEL_X.T, _LAPLACE]).unsqueeze(1).to(x.dtype)
     out = F.conv2d(xp, k)  # (N*C, 3, H, W)
-    g = torch.sqrt(out[:, 0] ** 2 + out[:, 1] ** 2).reshape(N, C, Hh, Ww).mean(1)
+    g = torch.hypot(out[:, 0], out[:, 1]).reshape(N, C, Hh, Ww).mean(1)
     h = out[:, 2].abs().reshape(N, C, Hh, Ww).mean(1)
     G = F.avg_pool2d(g.unsqueeze(1), p).flatten(1)
     Hl = F.avg_pool2d(h.unsqueeze(1), p).flatten(1)
     pm = F.avg_pool2d(x, p)  # (N, C, n, n)
     A = (pm - x.mean((2, 3), keepdim=True)).abs().mean(1).flatten(1)
-    return {"gradient": G, "laplacian": Hl, "anomaly": A}
+    terms = {"gradient": G, "laplacian": Hl, "anomaly": A}
+    for name, v in terms.items():
+        if not bool(torch.isfinite(v).all()):
+            raise ValueError(f"x is too large for the indicator: its {name} term overflows (rescale the field)")
+    return {k: v.to(dtype) for k, v in terms.items()}
 
 
 def _norm(v: torch.Tensor, faithful: bool) -> torch.Tensor:
@@ -105,9 +111,11 @@ def patch_scores(x: Any, patch: int, weights: Sequence[float] = (1.0, 1.0, 1.0),
     """
     w = _weights(weights)
     faithful_norm = check_bool(faithful_norm, "faithful_norm")
-    t = indicator_terms(x, patch, periodic)
-    return w[0] * _norm(t["gradient"], faithful_norm) + w[1] * _norm(t["laplacian"], faithful_norm) \
-        + w[2] * _norm(t["anomaly"], faithful_norm)
+    t = {k: v.to(torch.float64) for k, v in indicator_terms(x, patch, periodic).items()}
+    dtype = torch.as_tensor(x).dtype if not isinstance(x, torch.Tensor) else x.dtype
+    dtype = dtype if dtype.is_floating_point else torch.get_default_dtype()
+    return (w[0] * _norm(t["gradient"], faithful_norm) + w[1] * _norm(t["laplacian"], faithful_norm) \
+        + w[2] * _norm(t["anomaly"], faithful_norm)).to(dtype)
 
 
 def select_patches(scores: Any, k: int, mode: str = "physical", generator: torch.Generator | None = None

@@ -60,7 +60,9 @@ def train_arm(cfg: dict[str, Any], arm: str, seed: int, train: np.ndarray, test:
     torch.manual_seed(seed)
     model = build_model(cfg, arm, train.shape[-1]).to(dev)
     n_params = sum(p.numel() for p in model.parameters())
-    ddp = D.wrap_ddp(model, env)
+    # a uniform arm leaves one branch of the tokenizer unused: DDP must be told
+    unused = model.tokenizer.k in (0, model.tokenizer.n ** 2)
+    ddp = D.wrap_ddp(model, env, find_unused_parameters=True) if unused and env.is_distributed else D.wrap_ddp(model, env)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg["lr"], weight_decay=cfg["weight_decay"])
     steps = int(cfg["steps"])
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=cfg["lr"], total_steps=max(steps, 1),
