@@ -51,3 +51,13 @@ def test_run_paper_single_process_toy():
     assert "simulated" in res.notes and res.metrics["world_size"] == 1
     toks = {r["arm"]: r["tokens_per_frame"] for r in res.metrics["runs"]}
     assert toks == {"meshtok": 28, "random": 28, "coarse": 16, "fine": 64}
+
+
+def test_shipped_paper_configs_validate():
+    import json
+
+    root = Path(__file__).resolve().parents[2] / "configs" / "paper" / "meshtok"
+    files = sorted(root.glob("*.json"))
+    assert files
+    for f in files:
+        validate_paper_config({**PAPER_CONFIG, **json.loads(f.read_text())})
