@@ -183,6 +183,7 @@ class MultiScaleTokenizer(nn.Module):
 
     def select(self, frames: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
         """Refined patch indices (N, K), sorted, by this tokenizer's selection mode."""
+        check_choice(self.selection, "selection", SELECTION_MODES)  # attributes may have been reassigned
         if self.selection == "physical":
             s = self.scores(frames)
         else:
@@ -544,6 +545,7 @@ class MeshTok(nn.Module):
         x = self._check_video(frames, "frames")
         mu, sd = self._stats(x)
         z = ((x - mu) / sd).permute(0, 1, 4, 2, 3)
+        check_bool(self.residual, "residual")
         pz, _ = self._predict_z(z, generator)
         if targets is not None:
             tg = check_tensor(targets, "targets", shape=tuple(x.shape)).to(x.dtype)
