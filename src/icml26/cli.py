@@ -189,7 +189,9 @@ def is_stale(paper: Paper, result: Result) -> bool:
 
 def _verdict_counts(r: Result) -> str:
     gates = [c for c in r.claims if c.gate]
-    rep = [c for c in r.claims if not c.gate]
+    from icml26.report import measured_only
+
+    rep = [c for c in r.claims if not c.gate and not measured_only(c)]
     return f"gates {sum(c.held for c in gates)}/{len(gates)}, reported {sum(c.held for c in rep)}/{len(rep)} held"
 
 
@@ -211,13 +213,13 @@ def _e(text: Any) -> str:
 def print_claims(result: Result) -> None:
     from rich.table import Table
 
-    from icml26.report import format_measured
+    from icml26.report import format_measured, measured_only
 
     table = Table(title=f"{result.slug} ({result.scale}) - {result.runtime_s:.1f} s")
     for col in ("claim", "paper", "ours", "threshold", "verdict", "gate"):
         table.add_column(col, overflow="fold")
     for c in result.claims:
-        verdict = "[green]held[/]" if c.held else "[red]not held[/]"
+        verdict = "measured" if measured_only(c) else ("[green]held[/]" if c.held else "[red]not held[/]")
         ours = format_measured(c.measured)
         if c.seed_summary:
             m, s, n = c.seed_summary

@@ -135,9 +135,19 @@ def _title(slug: str) -> tuple[str, str]:
     return (p.title, p.arxiv) if p is not None else (slug, "n/a")
 
 
+def measured_only(c: Claim) -> bool:
+    """A report-only claim whose threshold is just "report only": a number to read, shown as 'measured' and not
+    counted as held or not held."""
+    return not c.gate and c.threshold.strip().lower().rstrip(".") in ("report only", "report-only")
+
+
+def verdict_text(c: Claim) -> str:
+    return "measured" if measured_only(c) else c.verdict
+
+
 def _counts(r: Result) -> tuple[int, int, int, int]:
     g = [c for c in r.claims if c.gate]
-    rep = [c for c in r.claims if not c.gate]
+    rep = [c for c in r.claims if not c.gate and not measured_only(c)]
     return sum(c.held for c in g), len(g), sum(c.held for c in rep), len(rep)
 
 
@@ -236,7 +246,7 @@ def build_markdown(root: Path, entries: dict[str, list[Entry]], header: dict[str
             out += ["| claim | statement | paper | ours | threshold | verdict | gate |",
                     "|---|---|---|---|---|---|---|"]
             for c in r.claims:
-                verdict = c.verdict if e.scale == "smoke" else f"**{c.verdict}**"
+                verdict = verdict_text(c) if e.scale == "smoke" or measured_only(c) else f"**{c.verdict}**"
                 out.append(f"| {c.id} | {_md_cell(c.statement)} | {_md_cell(c.paper or '-')} | "
                            f"{_md_cell(format_ours(c))} | {_md_cell(c.threshold)} | {verdict} | "
                            f"{'gate' if c.gate else 'report'} |")
@@ -319,11 +329,11 @@ def build_html(root: Path, entries: dict[str, list[Entry]], header: dict[str, st
             parts.append("<table class='claims'><tr><th>claim</th><th>statement</th><th>paper</th><th>ours</th>"
                          "<th>threshold</th><th>verdict</th><th>gate</th></tr>")
             for c in r.claims:
-                cls = "grey" if en.scale == "smoke" else ("held" if c.held else "nothold")
+                cls = "grey" if en.scale == "smoke" or measured_only(c) else ("held" if c.held else "nothold")
                 det = f"<br><span class='muted'>{e_(c.details)}</span>" if c.details else ""
                 parts.append(f"<tr><td>{e_(c.id)}</td><td>{e_(c.statement)}{det}</td><td>{e_(c.paper or '-')}</td>"
                              f"<td>{e_(format_ours(c))}</td><td>{e_(c.threshold)}</td>"
-                             f"<td class='verdict {cls}'>{e_(c.verdict)}</td>"
+                             f"<td class='verdict {cls}'>{e_(verdict_text(c))}</td>"
                              f"<td>{'gate' if c.gate else 'report'}</td></tr>")
             parts.append("</table>")
             if r.notes:

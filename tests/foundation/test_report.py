@@ -60,6 +60,7 @@ def _result(scale: str, **kw) -> Result:
     r.claims.append(Claim("A", "PoPE extrapolates <better>", "margin", 0.42, ">= 0.15", 0.42 >= 0.15,
                           paper="0.3 nats lower loss at 10x context", per_seed=[0.40, 0.42, 0.44]))
     r.claims.append(Claim("C", "indirect indexing", "acc gap", 3.0, ">= 40", 3.0 >= 40, gate=False))
+    r.claims.append(Claim("R", "a number to read", "seconds", 7.0, "report only", True, gate=False))
     return r
 
 
@@ -94,6 +95,8 @@ def test_report_columns_seeds_banners_markdown_and_captions(tmp_path):
     assert a["ours"]["text"].startswith("0.42 ± 0.02 over 3 seeds")
     assert a["verdict"]["text"] == "held" and "held" in a["verdict"]["class"].split()
     assert a["statement"]["text"].startswith("PoPE extrapolates <better>")  # escaped, shown as text
+    rep = {h: c for h, c in zip(head, small["rows"][3])}  # no threshold: shown as measured, not as held
+    assert rep["verdict"]["text"] == "measured" and "grey" in rep["verdict"]["class"].split()
 
     smoke_sec = next(s for s in t.sections if s["scale"] == "smoke")
     assert "checks the plumbing only" in smoke_sec["text"]
