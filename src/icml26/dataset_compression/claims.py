@@ -230,8 +230,12 @@ def build_claims(table: dict, ipcs: Sequence[int], *, lossy: bool, soft: bool, t
 # ------------------------------------------------------------------------------------------- figures
 def fig_accuracy_vs_ipc(table: dict, ipcs: Sequence[int], settings: Sequence[str]):
     """Accuracy vs IPC per method (mean +- std over seeds), one panel per setting."""
+    import matplotlib.pyplot as plt
+
     fig, axes = new_figure(ncols=len(settings), width=5.2, height=3.8)
     axes = [axes] if len(settings) == 1 else list(np.ravel(axes))
+    names = list(LABELS) + sorted({k.split("/")[1] for k in table} - set(LABELS))
+    colour = {m: plt.get_cmap("tab20")(i % 20) for i, m in enumerate(names)}  # one colour per method everywhere
     for ax, setting in zip(axes, settings):
         methods = sorted({k.split("/")[1] for k in table if k.startswith(setting + "/")},
                          key=lambda m: list(LABELS).index(m) if m in LABELS else 99)
@@ -242,12 +246,13 @@ def fig_accuracy_vs_ipc(table: dict, ipcs: Sequence[int], settings: Sequence[str
             mu = [np.mean(table[key(setting, m, i)]) for i in xs]
             sd = [np.std(table[key(setting, m, i)], ddof=1) if len(table[key(setting, m, i)]) > 1 else 0 for i in xs]
             style = dict(lw=2.4) if m == "pca" else dict(lw=1.2)
-            ax.errorbar(xs, mu, yerr=sd, marker="o", ms=3, capsize=2, label=LABELS.get(m, m), **style)
+            ax.errorbar(xs, mu, yerr=sd, marker="o", ms=3, capsize=2, label=LABELS.get(m, m), color=colour[m],
+                        **style)
         ax.set_xlabel("IPC (stored images per class)")
         ax.set_ylabel("test top-1 (%)")
         ax.set_xticks(list(ipcs))
         ax.set_title(f"{setting} setting" + (" (R = 8, 4x4 tiles)" if setting == "lossy" else ""))
-    axes[-1].legend(fontsize=6.5, loc="lower right")
+        ax.legend(fontsize=6.5, loc="lower right")
     return fig
 
 
