@@ -170,6 +170,10 @@ def test_errors_name_the_argument():
         psnr(torch.rand(1, 3, 4, 4), torch.rand(1, 3, 4, 5))
     with pytest.raises(TypeError, match="in_bands"):
         SSDCN("4")
+    from icml26.ssdcn import fit
+
+    with pytest.raises(ValueError, match="scale"):
+        fit(SmallCNN(3, dim=4), torch.rand(2, 3, 8, 8), torch.rand(2, 3, 16, 16), steps=1)
     with pytest.raises(ValueError, match="n_endmembers"):
         synthetic_hsi(1, 8, 5, n_endmembers=20)
 

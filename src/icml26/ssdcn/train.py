@@ -54,6 +54,10 @@ def fit(model: nn.Module, lr: Any, hr: Any, *, steps: int = 800, batch_size: int
     Models without parameters (Bicubic) are returned untouched. Returns {"loss": per-step losses, "time_s"}.
     """
     lr, hr = _check_pairs(lr, hr)
+    model_scale = getattr(model, "scale", None)
+    if isinstance(model_scale, int) and hr.shape[-1] != lr.shape[-1] * model_scale:
+        raise ValueError(f"hr {tuple(hr.shape)} must be lr {tuple(lr.shape)} upscaled by the model's scale "
+                         f"({model_scale})")
     steps = check_int(steps, "steps", min=1)
     batch_size = check_int(batch_size, "batch_size", min=1)
     lr_rate = check_float(lr_rate, "lr_rate", min=0.0, min_open=True)
