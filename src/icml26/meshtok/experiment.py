@@ -71,7 +71,7 @@ CONFIG_HELP: dict[str, str] = {
     "scale": "smoke | small | paper (set by the CLI)",
 }
 
-# small: measured under the shared lock on 2 cores (see docs/meshtok.md)
+# small: an estimate (spec budget 5 min); steps/n_seeds are set from an arm timed under the shared lock
 EXPECTED_RUNTIME_S = {"smoke": 15, "small": 280, "paper": 6 * 3600}
 
 
