@@ -57,6 +57,7 @@ def test_ratio_check_says_when_it_cannot_decide():
                      {"shock_patch_fraction": 0.1})[0]
     assert "CANNOT DECIDE" in m1.details and m1.measured["decidable"] is False
     assert ratio_check([0.04, 0.041, 0.039], [0.06, 0.06, 0.061], 0.92)["decidable"]
+    assert not ratio_check([0.04], [0.06], 0.92)["decidable"]  # one seed: spread unknown
     with pytest.raises(ValueError, match="same length"):
         ratio_check([1.0], [1.0, 2.0], 0.9)
 

@@ -32,7 +32,8 @@ def ratio_check(num: list[float], den: list[float], threshold: float) -> dict[st
     """Ratio of seed means num/den against `threshold` (held when <=), with per-seed ratios, a t-interval over
     seeds of the per-seed ratio (95 %, n - 1 df; None for one seed) and a decidability flag.
 
-    `decidable` is False when the per-seed ratios straddle the threshold or the interval contains it.
+    `decidable` is False with one seed, or when the per-seed ratios straddle the threshold or the interval
+    contains it.
     """
     a, b = np.asarray(num, float), np.asarray(den, float)
     if a.shape != b.shape or a.size == 0:
@@ -46,16 +47,20 @@ def ratio_check(num: list[float], den: list[float], threshold: float) -> dict[st
     straddle = bool(per.min() <= threshold < per.max())
     inside = ci is not None and ci[0] <= threshold <= ci[1]
     return {"ratio": ratio, "per_seed": per.tolist(), "ci95": ci, "held": bool(ratio <= threshold),
-            "decidable": not (straddle or inside), "threshold": threshold}
+            "decidable": per.size > 1 and not (straddle or inside), "threshold": threshold}
 
 
 def _decide_text(chk: dict[str, Any]) -> str:
     per = ", ".join(f"{v:.3f}" for v in chk["per_seed"])
     ci = "" if chk["ci95"] is None else f"; 95 % t-interval over seeds of the per-seed ratio [{chk['ci95'][0]:.3f}, " \
                                        f"{chk['ci95'][1]:.3f}]"
-    verdict = "" if chk["decidable"] else (" CANNOT DECIDE at this size: the per-seed ratios or their interval "
-                                           f"straddle the threshold {chk['threshold']}, so the verdict from the "
-                                           "seed means is not informative.")
+    if chk["decidable"]:
+        verdict = ""
+    elif len(chk["per_seed"]) < 2:
+        verdict = " CANNOT DECIDE: one seed, so the seed-to-seed spread is unknown."
+    else:
+        verdict = (" CANNOT DECIDE at this size: the per-seed ratios or their interval straddle the threshold "
+                   f"{chk['threshold']}, so the verdict from the seed means is not informative.")
     return f"per-seed ratios {per}{ci}.{verdict}"
 
 
