@@ -38,6 +38,8 @@ def test_c4_flips_on_each_part():
     assert not claim_c4(**{**ok, "l1_ours": [1.5, 1.6, 1.4]}).held  # sparsity not reached
     assert not claim_c4(**{**ok, "l1_dm": [1.1, 1.2, 1.15]}).held  # DM already sparse: no mechanism
     assert not claim_c4(**{**ok, "mmd_ours": [0.05] * 3}).held  # marginal match broken
+    near = claim_c4(**{**ok, "mmd_ours": [0.012, 0.019, 0.016]})  # gap 0.006-0.013 around the +0.01 margin
+    assert "MMD part CANNOT DECIDE" in near.details and not near.measured["mmd_part_decidable"]
 
 
 def test_decidability():
