@@ -11,9 +11,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from icml26.common.validation import check_bool, check_int, check_seed
+from icml26.common.validation import check_bool, check_int
 
 __all__ = ["Premise", "AnalogyWorld", "TwoHopWorld"]
+
+_MAX_SIZE = 100_000  # per-argument bound: larger sizes are refused, not silently enumerated for hours
+_MAX_VOCAB = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -61,11 +64,14 @@ class AnalogyWorld(_World):
 
     def __init__(self, n_groups: int = 8, group_size: int = 4, n_features: int = 1, n_individual: int = 3,
                  seed: int = 0) -> None:
-        G = check_int(n_groups, "n_groups", min=2)
-        k = check_int(group_size, "group_size", min=2)  # a group needs a target entity besides its source
-        F = check_int(n_features, "n_features", min=1)
-        n_ind = check_int(n_individual, "n_individual", min=0)
-        self.seed = check_seed(seed)
+        G = check_int(n_groups, "n_groups", min=2, max=_MAX_SIZE)
+        k = check_int(group_size, "group_size", min=2, max=_MAX_SIZE)  # a group needs a target besides its source
+        F = check_int(n_features, "n_features", min=1, max=_MAX_SIZE)
+        n_ind = check_int(n_individual, "n_individual", min=0, max=_MAX_SIZE)
+        if G * k * (1 + n_ind) + G * (F + 1) > _MAX_VOCAB:
+            raise ValueError(f"n_groups * group_size * (1 + n_individual) + n_groups * (n_features + 1) must be <= "
+                             f"{_MAX_VOCAB} tokens, got {G * k * (1 + n_ind) + G * (F + 1)}")
+        self.seed = check_int(seed, "seed", min=0, max=2**63 - 1)
         self.n_groups, self.group_size, self.n_features, self.n_individual = G, k, F, n_ind
         names: list[tuple] = [("entity", g, j) for g in range(G) for j in range(k)]
         names += [("feature", g, f) for g in range(G) for f in range(F)]
@@ -112,10 +118,13 @@ class TwoHopWorld(_World):
     """
 
     def __init__(self, n_chains: int = 16, bridge: bool = True, n_individual: int = 0, seed: int = 0) -> None:
-        n = check_int(n_chains, "n_chains", min=2)
+        n = check_int(n_chains, "n_chains", min=2, max=_MAX_SIZE)
         self.bridge = check_bool(bridge, "bridge")
-        n_ind = check_int(n_individual, "n_individual", min=0)
-        self.seed = check_seed(seed)
+        n_ind = check_int(n_individual, "n_individual", min=0, max=_MAX_SIZE)
+        if 3 * n * (1 + n_ind) > _MAX_VOCAB:
+            raise ValueError(f"3 * n_chains * (1 + n_individual) must be <= {_MAX_VOCAB} tokens, "
+                             f"got {3 * n * (1 + n_ind)}")
+        self.seed = check_int(seed, "seed", min=0, max=2**63 - 1)
         self.n_chains, self.n_individual = n, n_ind
         names: list[tuple] = [(s, i) for s in ("a", "b", "c") for i in range(n)]
         names += [("value", s, i, m) for s in ("a", "b", "c") for i in range(n) for m in range(n_ind)]

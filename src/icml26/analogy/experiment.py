@@ -58,16 +58,17 @@ CONFIG_HELP = {
     "workers": "worker processes (0 = all CPUs)",
 }
 EXPECTED_RUNTIME_S = {"smoke": 5, "small": 60}
-_INTS = {"seed": 0, "n_seeds": 1, "n_groups": 2, "group_size": 2, "n_features": 1, "n_individual": 0, "d_model": 1,
-         "steps_per_stage": 1, "short_first_stage": 1, "two_hop_chains": 2, "two_hop_steps": 1, "eval_every": 1,
-         "workers": 0}
+_INTS = {"seed": (0, 2**63 - 1), "n_seeds": (1, 1000), "n_groups": (2, 100_000), "group_size": (2, 100_000),
+         "n_features": (1, 100_000), "n_individual": (0, 100_000), "d_model": (1, 100_000),
+         "steps_per_stage": (1, 10**8), "short_first_stage": (1, 10**8), "two_hop_chains": (2, 100_000),
+         "two_hop_steps": (1, 10**8), "eval_every": (1, 10**8), "workers": (0, 1024)}
 
 
 def validate_config(config: dict[str, Any]) -> None:
     """Raise ValueError/TypeError naming the first bad key."""
     require_keys(config, list(CONFIG_HELP))
-    for k, lo in _INTS.items():
-        check_int(config[k], k, min=lo)
+    for k, (lo, hi) in _INTS.items():
+        check_int(config[k], k, min=lo, max=hi)
     check_seed(config["seed"])
     check_float(config["init_std"], "init_std", min=0.0, min_open=True)
     check_float(config["lr"], "lr", min=0.0, min_open=True)

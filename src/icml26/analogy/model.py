@@ -29,11 +29,13 @@ import torch
 from torch import nn
 
 from icml26.analogy.data import AnalogyWorld, Premise, TwoHopWorld
-from icml26.common.validation import check_choice, check_float, check_int, check_seed
+from icml26.common.validation import check_choice, check_float, check_int
 
 __all__ = ["TokenIndexError", "FactorizedTransformer", "fit", "CurriculumTrainer", "SCHEDULES", "predict",
            "analogical_accuracy", "conclusion_prob", "premise_retention", "feature_resemblance", "cosine_matrix",
            "two_hop_accuracy"]
+
+MAX_STEPS = 10**8  # a larger step count is refused rather than run for days
 
 # schedule -> stages; each stage is a tuple of premise groups of an AnalogyWorld (S, A, I)
 SCHEDULES: dict[str, tuple[tuple[str, ...], ...]] = {
@@ -107,12 +109,12 @@ class FactorizedTransformer(nn.Module):
     def __init__(self, vocab_size: int, d_model: int = 32, init_std: float = 0.01,
                  answer_sets: dict[int, Any] | None = None, dtype: torch.dtype = torch.float64, seed: int = 0) -> None:
         super().__init__()
-        self.vocab_size = check_int(vocab_size, "vocab_size", min=1)
-        self.d_model = check_int(d_model, "d_model", min=1)
+        self.vocab_size = check_int(vocab_size, "vocab_size", min=1, max=10**7)
+        self.d_model = check_int(d_model, "d_model", min=1, max=10**5)
         self.init_std = check_float(init_std, "init_std", min=0.0)
         if dtype not in (torch.float64, torch.float32):
             raise TypeError(f"dtype must be torch.float64 or torch.float32, got {dtype!r}")
-        self.seed = check_seed(seed)
+        self.seed = check_int(seed, "seed", min=0, max=2**63 - 1)
         self.answer_sets = self._check_answer_sets(answer_sets)
         self.E = nn.Parameter(torch.empty(self.d_model, self.vocab_size, dtype=dtype))
         self.U = nn.Parameter(torch.empty(self.vocab_size, self.d_model, dtype=dtype))
@@ -141,7 +143,6 @@ class FactorizedTransformer(nn.Module):
 
     def encode(self, batch_inputs: Any) -> tuple[torch.Tensor, torch.Tensor]:
         """Prompts -> (counts (N, V) in the parameter dtype, answer mask (N, V) bool). Validates token ids."""
-        self.vocab_size = check_int(self.vocab_size, "vocab_size", min=1)
         if self.E.shape != (self.d_model, self.vocab_size) or self.U.shape != (self.vocab_size, self.d_model):
             raise ValueError(f"E/U shapes {tuple(self.E.shape)}/{tuple(self.U.shape)} do not match "
                              f"d_model={self.d_model}, vocab_size={self.vocab_size}")
@@ -218,7 +219,7 @@ def fit(model: FactorizedTransformer, premises: Sequence[Premise], steps: int, l
 
     Returns: the loss before each update and after the last one (length steps + 1), in nats.
     """
-    steps = check_int(steps, "steps", min=0)
+    steps = check_int(steps, "steps", min=0, max=MAX_STEPS)
     lr = check_float(lr, "lr", min=0.0, min_open=True)
     log_every = check_int(log_every, "log_every", min=0)
     if callback is not None and not callable(callback):
@@ -258,7 +259,7 @@ def fit(model: FactorizedTransformer, premises: Sequence[Premise], steps: int, l
     with torch.no_grad():
         losses.append(float(loss_fn()))
     if not np.isfinite(losses[-1]):
-        raise FloatingPointError(f"training diverged (loss {losses[-1]}); lower lr={lr}")
+        raise ValueError(f"training diverged (loss {losses[-1]}): lower lr={lr}")
     return losses
 
 
@@ -293,8 +294,8 @@ class CurriculumTrainer:
             if len(s) != n:
                 raise ValueError(f"steps_per_stage must have one entry per stage ({n} for {self.schedule!r}), "
                                  f"got {len(s)}")
-            return [check_int(v, f"steps_per_stage[{i}]", min=0) for i, v in enumerate(s)]
-        return [check_int(s, "steps_per_stage", min=0)] * n
+            return [check_int(v, f"steps_per_stage[{i}]", min=0, max=MAX_STEPS) for i, v in enumerate(s)]
+        return [check_int(s, "steps_per_stage", min=0, max=MAX_STEPS)] * n
 
     def run(self, world: AnalogyWorld) -> dict[str, Any]:
         """Train from the model's init through every stage.
