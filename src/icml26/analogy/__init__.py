@@ -24,9 +24,11 @@ from icml26.analogy.model import (
     premise_retention,
     two_hop_accuracy,
 )
+from icml26.analogy.probe import premise_sentences, probe_conclusions, token_names
 
 __all__ = [
     "Premise", "AnalogyWorld", "TwoHopWorld", "FactorizedTransformer", "TokenIndexError", "fit",
     "CurriculumTrainer", "SCHEDULES", "predict", "analogical_accuracy", "conclusion_prob", "premise_retention",
-    "feature_resemblance", "cosine_matrix", "two_hop_accuracy",
+    "feature_resemblance", "cosine_matrix", "two_hop_accuracy", "premise_sentences", "token_names",
+    "probe_conclusions",
 ]
