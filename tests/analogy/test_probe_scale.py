@@ -76,3 +76,22 @@ def test_paper_scale_trainer_path_runs_at_toy_size(tmp_path):
     assert 0 <= out["probe"]["accuracy"] <= 1
     with pytest.raises(ValueError, match="schedule"):
         finetune_curriculum(model, CharTokenizer(), w, "backwards", output_dir=tmp_path)
+
+
+@pytest.mark.slow  # ~17 s (two torchrun workers importing transformers): over this paper's 30 s test budget
+def test_trainer_path_as_two_gloo_ranks_ends_with_identical_weights(tmp_path):
+    pytest.importorskip("accelerate")
+    from pathlib import Path
+
+    import torch
+
+    from icml26.common import distributed as D
+
+    proc = D.launch_local(Path(__file__).with_name("ddp_scale.py"), [tmp_path], nproc=2, timeout=240)
+    assert proc.stdout.count("world 2 stage losses") == 1
+    r0, r1 = torch.load(tmp_path / "rank0.pt"), torch.load(tmp_path / "rank1.pt")
+    assert r0.keys() == r1.keys()
+    for k in r0:
+        assert torch.equal(r0[k], r1[k]), k
+    init = _tiny_llama().state_dict()
+    assert any(not torch.equal(init[k], r0[k]) for k in init)  # it trained
