@@ -87,3 +87,13 @@ def test_undecidable_check_says_so():
     assert "CANNOT DECIDE" in c.details
     m, lo, hi = experiment.paired_ci([1.0, 1.0, 1.0], [0.2, 0.3, 0.4])
     assert np.isclose(m, 0.7) and lo < 0.7 < hi
+
+
+def test_paper_config_code_path_at_toy_size():
+    cfg = dict(experiment.CONFIGS["paper"], scale="paper", n_seeds=1, n_groups=3, d_model=8, two_hop_chains=4,
+               steps_per_stage=20, short_first_stage=5, two_hop_steps=10, eval_every=10)
+    assert experiment.CONFIGS["paper"]["device"] == "auto" and experiment.CONFIGS["paper"]["n_groups"] == 256
+    res = experiment.run(cfg)
+    assert res.scale == "paper" and len(res.claims) == 7
+    with pytest.raises(ValueError, match="device"):
+        experiment.validate_config(dict(cfg, device="tpu"))

@@ -27,7 +27,7 @@ SLUG = "analogy"
 _MODEL = "the spec's minimal factorized model (one-layer linear attention + readout, float64, GD), not a transformer"
 
 _BASE = {"n_groups": 8, "group_size": 4, "n_features": 1, "n_individual": 3, "d_model": 32, "init_std": 0.01,
-         "lr": 1.0, "two_hop_chains": 16}
+         "lr": 1.0, "two_hop_chains": 16, "device": "cpu"}
 CONFIGS: dict[str, dict[str, Any]] = {
     "smoke": {"seed": 0, "n_seeds": 1, **_BASE, "steps_per_stage": 300, "short_first_stage": 50,
               "two_hop_steps": 200, "eval_every": 50, "workers": 1},
@@ -38,7 +38,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
     # engine needed). The real-LM half (HF Trainer fine-tune of premise sentences) is `icml26.analogy.scale`.
     "paper": {"seed": 0, "n_seeds": 10, **_BASE, "n_groups": 256, "d_model": 256, "two_hop_chains": 512,
               "steps_per_stage": 6000, "short_first_stage": 200, "two_hop_steps": 2000, "eval_every": 200,
-              "workers": 0},
+              "workers": 1, "device": "auto"},
 }
 CONFIG_HELP = {
     "seed": "first seed (world token layout and init); seeds seed..seed+n_seeds-1",
@@ -55,7 +55,8 @@ CONFIG_HELP = {
     "two_hop_chains": "n, chains a -> b -> c",
     "two_hop_steps": "GD steps of the two-hop runs",
     "eval_every": "time-course logging interval (steps)",
-    "workers": "worker processes (0 = all CPUs)",
+    "workers": "worker processes (0 = all CPUs; 1 on a GPU)",
+    "device": "torch device of the runs: cpu, cuda[:i] or auto (cuda when available)",
 }
 EXPECTED_RUNTIME_S = {"smoke": 5, "small": 60}
 _INTS = {"seed": (0, 2**63 - 1), "n_seeds": (1, 1000), "n_groups": (2, 100_000), "group_size": (2, 100_000),
@@ -72,6 +73,9 @@ def validate_config(config: dict[str, Any]) -> None:
     check_seed(config["seed"])
     check_float(config["init_std"], "init_std", min=0.0, min_open=True)
     check_float(config["lr"], "lr", min=0.0, min_open=True)
+    if not isinstance(config["device"], str) or not (config["device"] in ("cpu", "auto")
+                                                     or config["device"].startswith("cuda")):
+        raise ValueError(f"device must be 'cpu', 'cuda[:i]' or 'auto', got {config['device']!r}")
     if config["short_first_stage"] >= config["steps_per_stage"]:
         raise ValueError(f"short_first_stage ({config['short_first_stage']}) must be shorter than steps_per_stage "
                          f"({config['steps_per_stage']})")
@@ -209,7 +213,7 @@ def check_attribute_only(acc: Any, n_groups: int) -> Claim:
 def _jobs(cfg: dict[str, Any]) -> tuple[list[dict], list[dict]]:
     seeds = range(cfg["seed"], cfg["seed"] + cfg["n_seeds"])
     common = {k: cfg[k] for k in ("n_groups", "group_size", "n_features", "n_individual", "d_model", "init_std",
-                                  "lr")}
+                                  "lr", "device")}
     S, ev = cfg["steps_per_stage"], cfg["eval_every"]
     arms = {
         "joint": dict(schedule="joint", steps_per_stage=S),
@@ -226,7 +230,8 @@ def _jobs(cfg: dict[str, Any]) -> tuple[list[dict], list[dict]]:
             job = {**common, **kw, "seed": s, "keep_cosines": s == cfg["seed"]}
             cur.append({"arm": arm, "kwargs": job})
     th = [{"bridge": b, "seed": s, "n_chains": cfg["two_hop_chains"], "d_model": cfg["d_model"],
-           "init_std": cfg["init_std"], "lr": cfg["lr"], "steps": cfg["two_hop_steps"]}
+           "init_std": cfg["init_std"], "lr": cfg["lr"], "steps": cfg["two_hop_steps"],
+           "device": cfg["device"]}
           for b in (True, False) for s in seeds]
     return cur, th
 

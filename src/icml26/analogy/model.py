@@ -159,7 +159,8 @@ class FactorizedTransformer(nn.Module):
                                  f"({sorted(self.answer_sets)})")
             else:
                 mask[i, self.answer_sets[p[-1]]] = True
-        return X, mask
+        dev = self.E.device
+        return X.to(dev), mask.to(dev)
 
     def logits_from_counts(self, X: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Eqs. (2.1)-(2.2) on pre-encoded prompts: (N, V) logits, -inf outside each prompt's answer set."""
@@ -196,7 +197,7 @@ def _premise_batch(model: FactorizedTransformer, premises: Any, name: str = "pre
         raise TypeError(f"{name} must be a list of Premise, got {type(premises).__name__}")
     if len(premises) == 0:
         raise ValueError(f"{name} must hold at least one Premise, got none")
-    y = _targets(premises, name, model.vocab_size)
+    y = _targets(premises, name, model.vocab_size).to(model.E.device)
     X, mask = model.encode(premises)
     bad = ~mask[torch.arange(len(y)), y]
     if bool(bad.any()):
@@ -344,7 +345,7 @@ def predict(model: FactorizedTransformer, batch_inputs: Any) -> np.ndarray:
     """Argmax token id per prompt (within its answer set), shape (N,)."""
     if not isinstance(model, FactorizedTransformer):
         raise TypeError(f"model must be a FactorizedTransformer, got {type(model).__name__}")
-    return model(batch_inputs).argmax(dim=1).numpy()
+    return model(batch_inputs).argmax(dim=1).cpu().numpy()
 
 
 @torch.no_grad()
@@ -352,7 +353,7 @@ def _accuracy(model: FactorizedTransformer, premises: Sequence[Premise], restric
     X, mask, y = _premise_batch(model, premises)
     z = model.logits_from_counts(X, mask)
     if restrict is not None:  # argmax over a given token set only
-        keep = torch.zeros(model.vocab_size, dtype=torch.bool)
+        keep = torch.zeros(model.vocab_size, dtype=torch.bool, device=z.device)
         keep[torch.as_tensor(restrict, dtype=torch.long)] = True
         z = z.masked_fill(~keep, float("-inf"))
     return float((z.argmax(dim=1) == y).double().mean())
@@ -398,7 +399,7 @@ def premise_retention(model: FactorizedTransformer, world_or_premises: Any) -> f
     ok = 0
     for rows in prompts.values():
         want = set(int(y[i]) for i in rows)
-        top = torch.topk(z[rows[0]], len(want)).indices.tolist()
+        top = torch.topk(z[rows[0]], len(want)).indices.cpu().tolist()
         ok += set(top) == want
     return ok / len(prompts)
 
@@ -410,7 +411,7 @@ def cosine_matrix(model: FactorizedTransformer, tokens: Any) -> np.ndarray:
     ids = _as_prompts([np.asarray(tokens).reshape(-1).tolist()], "tokens", model.vocab_size)[0]
     R = model.E.detach()[:, list(ids)].double()
     R = R / R.norm(dim=0, keepdim=True).clamp_min(1e-300)
-    return (R.T @ R).numpy()
+    return (R.T @ R).cpu().numpy()
 
 
 def feature_resemblance(model: FactorizedTransformer, world: AnalogyWorld) -> tuple[float, float]:
