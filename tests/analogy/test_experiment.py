@@ -15,8 +15,8 @@ def test_smoke_run_structure():
     cfg["scale"] = "smoke"
     res = experiment.run(cfg)
     assert isinstance(res, Result) and res.slug == "analogy"
-    assert [c.id for c in res.claims] == ["C1", "C2", "C2-short", "C2-noind", "C3", "C3-nobridge", "R1"]
-    assert [c.gate for c in res.claims] == [True] * 5 + [False] * 2
+    assert [c.id for c in res.claims] == ["C1", "C2", "C2-short", "C2-noind", "C3", "C3-nobridge", "R1", "R2"]
+    assert [c.gate for c in res.claims] == [True] * 5 + [False] * 3
     assert all(c.paper and c.per_seed for c in res.claims)
     assert set(res._pending_figures) == {"accuracy_per_schedule", "cosine_matrices", "stage2_time_course"}
     tc = res.metrics["time_course"]["attr_then_sim"]
@@ -91,9 +91,10 @@ def test_undecidable_check_says_so():
 
 def test_paper_config_code_path_at_toy_size():
     cfg = dict(experiment.CONFIGS["paper"], scale="paper", n_seeds=1, n_groups=3, d_model=8, two_hop_chains=4,
-               steps_per_stage=20, short_first_stage=5, two_hop_steps=10, eval_every=10)
+               steps_per_stage=20, short_first_stage=5, two_hop_steps=10, eval_every=10, gpt_seeds=1,
+               gpt_steps_per_stage=2)
     assert experiment.CONFIGS["paper"]["device"] == "auto" and experiment.CONFIGS["paper"]["n_groups"] == 256
     res = experiment.run(cfg)
-    assert res.scale == "paper" and len(res.claims) == 7
+    assert res.scale == "paper" and len(res.claims) == 8
     with pytest.raises(ValueError, match="device"):
         experiment.validate_config(dict(cfg, device="tpu"))

@@ -28,7 +28,7 @@ from icml26.analogy.model import (
     two_hop_accuracy,
 )
 
-__all__ = ["run_curriculum", "run_two_hop"]
+__all__ = ["run_curriculum", "run_two_hop", "run_gpt_curriculum"]
 
 
 def _device(device: str) -> torch.device:
@@ -81,3 +81,45 @@ def run_two_hop(bridge: bool, seed: int, *, n_chains: int = 16, n_individual: in
     return {"bridge": bridge, "seed": seed, "composed": two_hop_accuracy(model, world, "composed"),
             "analogical": two_hop_accuracy(model, world, "analogical"),
             "retention": premise_retention(model, world), "final_loss": float(np.asarray(losses)[-1])}
+
+
+def run_gpt_curriculum(schedule: str, seed: int, *, n_groups: int = 8, group_size: int = 4, n_features: int = 1,
+                       n_individual: int = 3, d_model: int = 64, n_layers: int = 2, n_heads: int = 4,
+                       lr: float = 3e-3, steps_per_stage: int = 600) -> dict[str, Any]:
+    """Optional arm of spec section 4 / review note 4 (report-only): a 2-layer softmax-attention GPT
+    (`icml26.common.lm.TinyLM`, GELU MLP, learned positions) trained from scratch on the same 2-token prompts,
+    next-token cross-entropy of the object over the whole vocabulary (untyped, as a plain LM), full-batch AdamW
+    (lr 3e-3, no weight decay) per stage. Accuracy is argmax over the G attribute tokens."""
+    from icml26.analogy.model import SCHEDULES
+    from icml26.common.lm import TinyLM, TinyLMConfig
+
+    world = AnalogyWorld(n_groups, group_size, n_features, n_individual, seed=seed)
+    torch.manual_seed(seed)
+    model = TinyLM(TinyLMConfig(vocab_size=world.vocab_size, d_model=d_model, n_layers=n_layers, n_heads=n_heads,
+                                ctx=4, pos="learned", mlp="gelu"))
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+
+    def batch(premises):
+        return (torch.tensor([p.inputs for p in premises], dtype=torch.long),
+                torch.tensor([p.target for p in premises], dtype=torch.long))
+
+    def last_logits(x):
+        return model(x)[:, -1]
+
+    for groups in SCHEDULES[schedule]:
+        premises = [p for g in groups for p in getattr(world, g)]
+        if not premises:
+            continue
+        x, y = batch(premises)
+        for _ in range(steps_per_stage):
+            opt.zero_grad(set_to_none=True)
+            torch.nn.functional.cross_entropy(last_logits(x), y).backward()
+            opt.step()
+    model.eval()
+    with torch.no_grad():
+        xt, yt = batch(world.test)
+        z = last_logits(xt)[:, torch.as_tensor(world.attr_tokens)]
+        acc = float((torch.as_tensor(world.attr_tokens)[z.argmax(1)] == yt).double().mean())
+        xs, ys = batch(world.similarity + world.attribution)
+        ret = float((last_logits(xs).argmax(1) == ys).double().mean())
+    return {"schedule": schedule, "seed": seed, "accuracy": acc, "retention_SA": ret}
