@@ -210,3 +210,14 @@ def test_errors():
         m(torch.zeros(2, 2))
     with pytest.raises(ValueError, match="relation"):
         m([[int(w.groups[0, 0]), int(w.groups[0, 1])]])
+
+
+def test_metrics_refuse_a_model_built_for_another_world():
+    small = AnalogyWorld(n_groups=3, group_size=2, n_individual=1)
+    m = _model(small)
+    big = AnalogyWorld()
+    for f in (analogical_accuracy, conclusion_prob, feature_resemblance, premise_retention):
+        with pytest.raises(ValueError, match="world"):
+            f(m, big)
+    with pytest.raises(ValueError, match="world"):
+        two_hop_accuracy(m, TwoHopWorld(), "composed")

@@ -359,22 +359,25 @@ def _accuracy(model: FactorizedTransformer, premises: Sequence[Premise], restric
     return float((z.argmax(dim=1) == y).double().mean())
 
 
-def _check_world(world: Any, cls: type) -> None:
+def _check_world(world: Any, cls: type, model: Any = None) -> None:
     if not isinstance(world, cls):
         raise TypeError(f"world must be a {cls.__name__}, got {type(world).__name__}")
+    if isinstance(model, FactorizedTransformer) and world.vocab_size != model.vocab_size:
+        raise ValueError(f"world.vocab_size={world.vocab_size} does not match model.vocab_size={model.vocab_size}: "
+                         "the model was built for another world")
 
 
 def analogical_accuracy(model: FactorizedTransformer, world: AnalogyWorld) -> float:
     """Fraction of test queries `(e_{g,j}, IS)`, j >= 1, whose argmax over the G attribute tokens is c_g
     (chance 1/G)."""
-    _check_world(world, AnalogyWorld)
+    _check_world(world, AnalogyWorld, model)
     return _accuracy(model, world.test, restrict=world.attr_tokens)
 
 
 @torch.no_grad()
 def conclusion_prob(model: FactorizedTransformer, world: AnalogyWorld) -> float:
     """Mean typed-softmax probability p(c_g | e_{g,j}, IS) over the test queries (1/G at sigma -> 0)."""
-    _check_world(world, AnalogyWorld)
+    _check_world(world, AnalogyWorld, model)
     X, mask, y = _premise_batch(model, world.test)
     p = torch.softmax(model.logits_from_counts(X, mask), dim=1)
     return float(p[torch.arange(len(y)), y].mean())
@@ -385,6 +388,8 @@ def premise_retention(model: FactorizedTransformer, world_or_premises: Any) -> f
     """Fraction of trained prompts whose top-k predictions are exactly their k targets (k = number of premises
     sharing the prompt, e.g. the n_individual facts of an entity). Takes a world (all its training premises) or a
     list of premises."""
+    if isinstance(world_or_premises, (AnalogyWorld, TwoHopWorld)):
+        _check_world(world_or_premises, type(world_or_premises), model)
     if isinstance(world_or_premises, AnalogyWorld):
         premises = world_or_premises.premises
     elif isinstance(world_or_premises, TwoHopWorld):
@@ -416,7 +421,7 @@ def cosine_matrix(model: FactorizedTransformer, tokens: Any) -> np.ndarray:
 
 def feature_resemblance(model: FactorizedTransformer, world: AnalogyWorld) -> tuple[float, float]:
     """(mean cosine of entity pairs in the same group, mean cosine of pairs in different groups)."""
-    _check_world(world, AnalogyWorld)
+    _check_world(world, AnalogyWorld, model)
     C = cosine_matrix(model, world.groups.reshape(-1))
     grp = np.repeat(np.arange(world.n_groups), world.group_size)
     same = (grp[:, None] == grp[None, :]) & ~np.eye(len(grp), dtype=bool)
@@ -427,7 +432,7 @@ def feature_resemblance(model: FactorizedTransformer, world: AnalogyWorld) -> tu
 def two_hop_accuracy(model: FactorizedTransformer, world: TwoHopWorld, form: str = "composed") -> float:
     """Accuracy (argmax over the C entities, chance 1/n) of the composed `(a, R1, R2) -> c` or the analogical
     `(a, R2) -> c` query."""
-    _check_world(world, TwoHopWorld)
+    _check_world(world, TwoHopWorld, model)
     check_choice(form, "form", ["composed", "analogical"])
     tests = world.test_composed if form == "composed" else world.test_analogical
     return _accuracy(model, tests, restrict=world.c_tokens)
