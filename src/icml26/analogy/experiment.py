@@ -341,12 +341,12 @@ def _figures(res: Result, by: dict, tb: list, tn: list, cfg: dict) -> None:
     res.add_figure("cosine_matrices", fig, caption=f"Cosine similarity of entity representations E[:, e] (seed "
                    f"{cfg['seed']}; entities ordered by group, {cfg['group_size']} per group).")
     fig, ax = new_figure(width=6.0)
-    for a in ("sim_then_attr", "attr_then_sim", "attr_then_sim_short"):
+    for a, ls in (("sim_then_attr", "-"), ("attr_then_sim", "-"), ("attr_then_sim_short", "--")):
         tc = by[a][0]["time_course"]
         st, acc = np.asarray(tc["stage"]), np.asarray(tc["accuracy"])
         step = np.asarray(tc["step"])
         k = st == 1
-        ax.plot(step[k] - step[k].min(), acc[k], label=a)
+        ax.plot(step[k] - step[k].min(), acc[k], ls, label=a, lw=2 if ls == "-" else 1.5)
     ax.set_xlabel("stage-2 GD step")
     ax.set_ylabel("analogical accuracy")
     ax.axhline(1.0 / cfg["n_groups"], ls=":", c="grey")
