@@ -25,12 +25,21 @@ def _in_ci() -> bool:
 
 @pytest.fixture(autouse=True, scope="session")
 def _single_thread_torch():
-    """Tests use tiny tensors on a shared 2-core machine: one torch thread is faster and steadier than several."""
+    """Tests use tiny tensors and arrays on a shared 2-core machine: one torch thread and one BLAS/OpenMP thread are
+    faster and steadier than several (multi-threaded BLAS made scipy-heavy tests ~20x slower on a busy box)."""
     import torch
 
     old = torch.get_num_threads()
     torch.set_num_threads(1)
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
+        limits = None
+    else:
+        limits = threadpool_limits(limits=1)
     yield
+    if limits is not None:
+        limits.restore_original_limits()
     torch.set_num_threads(old)
 
 
