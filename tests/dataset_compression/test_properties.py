@@ -2,7 +2,6 @@
 return a valid answer or raise ValueError/TypeError naming the argument; never a silent truncation."""
 
 import numpy as np
-import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

@@ -2,7 +2,6 @@
 
 import copy
 
-import numpy as np
 import pytest
 
 from icml26.meshtok import experiment as E

@@ -6,8 +6,7 @@ import pytest
 import torch
 
 from icml26.common import distributed as D
-from icml26.meshtok.data import burgers2d
-from icml26.meshtok.scale import PAPER_CONFIG, run_paper, train_distributed, validate_paper_config
+from icml26.meshtok.scale import PAPER_CONFIG, run_paper, validate_paper_config
 
 
 @pytest.mark.slow  # ~20 s (two processes importing torch, each training and running run_paper): run with -m slow
