@@ -23,11 +23,18 @@ def _cfg(tmp_path, fake_nextgqa, out, **kw):
     return cfg
 
 
-def test_paper_path_single_process_and_two_gloo_ranks(tmp_path, fake_nextgqa):
+def test_paper_path_single_process(tmp_path, fake_nextgqa):
     cfg = _cfg(tmp_path, fake_nextgqa, tmp_path / "one")
     res = S.run_paper(cfg)
     assert [c.id for c in res.claims] == ["P1", "P2"] and res.metrics["n_questions"] == 12
     assert res.metrics["stream_questions"] == 12 and (tmp_path / "one" / "memory" / "memory.json").is_file()
+    assert (tmp_path / "one" / "predictions.json").is_file()
+
+
+@pytest.mark.slow  # two torchrun worker processes: ~20 s of start-up on 2 cores
+def test_paper_path_two_gloo_ranks_equal_one_process(tmp_path, fake_nextgqa):
+    cfg = _cfg(tmp_path, fake_nextgqa, tmp_path / "one")
+    S.run_paper(cfg)
     single = json.loads((tmp_path / "one" / "predictions.json").read_text())
     (tmp_path / "cfg.json").write_text(json.dumps(cfg))
     proc = launch_local(S.__file__, ["--config", str(tmp_path / "cfg.json"), "--set",
