@@ -42,10 +42,10 @@ CONFIGS: dict[str, dict[str, Any]] = {
         **_TRAIN, "steps": 3, "batch_size": 2, "rollout_steps": 2, "rollout_n": 2,
     },
     "small": {
-        "seed": 0, "n_seeds": 3, "workers": 0, "arms": ["meshtok", "random", "coarse"],
+        "seed": 0, "n_seeds": 2, "workers": 0, "arms": ["meshtok", "random", "coarse"],
         "n_train": 192, "n_test": 64, "grid": 64, "patch": 8, "refine_ratio": 0.25, "n_frames": 12, "nu": 2e-3,
         "data_seed": 0, "cache": True,
-        **_MODEL, **_TRAIN, "steps": 300, "rollout_steps": 4, "rollout_n": 16,
+        **_MODEL, **_TRAIN, "steps": 350, "rollout_steps": 4, "rollout_n": 16,
     },
 }
 
