@@ -24,6 +24,7 @@ from icml26.robust_u1._checks import check_images
 from icml26.robust_u1.corruptions import KINDS, RandomCorruption, corrupt
 
 __all__ = [
+    "FirstSteps",
     "NO",
     "N_ANSWERS",
     "N_QUESTIONS",
@@ -281,3 +282,23 @@ def clean_eval_items(images: Any, labels: Any, seed: int) -> dict[str, torch.Ten
     image = torch.arange(n).repeat(3)
     return {"x": x[image], "x_c": x[image], "image": image, "question": q, "answer": answers_for(y[image], q),
             "label": y[image]}
+
+
+class FirstSteps:
+    """The first `steps` batches of a re-iterable `stream`, cycling through it as needed, as one pass (e.g. the
+    SFT-continued arm's 200 RL-length batches)."""
+
+    def __init__(self, stream, steps: int) -> None:
+        self.stream, self.steps = stream, steps
+
+    def __iter__(self):
+        n = 0
+        while n < self.steps:
+            before = n
+            for b in self.stream:
+                yield b
+                n += 1
+                if n == self.steps:
+                    return
+            if n == before:  # an empty stream: stop instead of looping forever
+                return

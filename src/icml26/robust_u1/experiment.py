@@ -51,6 +51,7 @@ from icml26.robust_u1.claims import (
 from icml26.robust_u1.corruptions import KINDS, RandomCorruption
 from icml26.robust_u1.data import (
     CachedStream,
+    FirstSteps,
     PairStream,
     VQAStream,
     clean_eval_items,
@@ -285,22 +286,6 @@ def job_vqa_pretrain(seed: int, cfg: dict) -> dict:
 
 
 # ------------------------------------------------------------------------------------------- round 2
-class _Steps:
-    """The first `steps` batches of a re-iterable, as one pass (the SFT-continued arm's 200 RL batches)."""
-
-    def __init__(self, stream, steps: int) -> None:
-        self.stream, self.steps = stream, steps
-
-    def __iter__(self):
-        n = 0
-        while n < self.steps:
-            for b in self.stream:
-                yield b
-                n += 1
-                if n == self.steps:
-                    return
-
-
 def job_stage2(seed: int, cfg: dict, arm: str, sft_state: dict, encoder_state: dict) -> dict:
     """arm "rl": Stage II GRPO from the SFT restorer; arm "sftc": the SFT-continued control on the same batches."""
     t0 = time.perf_counter()
@@ -320,7 +305,7 @@ def job_stage2(seed: int, cfg: dict, arm: str, sft_state: dict, encoder_state: d
                              progress=f"GRPO seed {seed}")
         out = {"eval": hist["eval"], "reward": hist["reward"], "kl": hist["kl"], "step_time_s": hist["step_time_s"]}
     else:
-        hist = sft_restorer(restorer, _Steps(pairs, cfg["grpo_steps"]), 1, cfg["sftc_lr"], cfg["sft_loss"],
+        hist = sft_restorer(restorer, FirstSteps(pairs, cfg["grpo_steps"]), 1, cfg["sftc_lr"], cfg["sft_loss"],
                             progress=None)
         out = {"step_time_s": hist["time_s"] / cfg["grpo_steps"]}
     return {"seed": seed, "arm": arm, "state": restorer.state_dict(), **out, "time_s": time.perf_counter() - t0}

@@ -203,20 +203,6 @@ class _OnDevice:
             yield a.to(self.device), b.to(self.device)
 
 
-class _Steps:
-    def __init__(self, stream, steps: int) -> None:
-        self.stream, self.steps = stream, steps
-
-    def __iter__(self):
-        n = 0
-        while n < self.steps:
-            for b in self.stream:
-                yield b
-                n += 1
-                if n == self.steps:
-                    return
-
-
 def _shard(x: torch.Tensor, env: D.DistEnv) -> torch.Tensor:
     """This rank's images; the list is padded by wrapping so every rank holds the same count (DDP needs equal
     step counts, as torch's DistributedSampler does)."""
@@ -231,7 +217,7 @@ def train_restoration(cfg: dict, images: torch.Tensor, env: D.DistEnv | None = N
 
     Returns {"sft", "rl", "sftc" (state dicts, unwrapped), "grpo" (history), "clip_reward" (bool), times}.
     """
-    from icml26.robust_u1.data import PairStream
+    from icml26.robust_u1.data import FirstSteps, PairStream
     from icml26.robust_u1.models import GaussianRestorationPolicy
     from icml26.robust_u1.training import GRPOConfig, GRPORestorationTrainer, sft_restorer
 
@@ -265,7 +251,7 @@ def train_restoration(cfg: dict, images: torch.Tensor, env: D.DistEnv | None = N
         ctrl.load_state_dict(sft_state)
         cm = D.wrap_ddp(ctrl, env)
         pairs = PairStream(local, cfg["grpo_batch"], 1, seed=cfg["seed"] + 1000 + 17 * env.rank)
-        sft_restorer(cm, _Steps(_OnDevice(pairs, env.device), cfg["grpo_steps"]), 1, cfg["sftc_lr"], cfg["sft_loss"])
+        sft_restorer(cm, FirstSteps(_OnDevice(pairs, env.device), cfg["grpo_steps"]), 1, cfg["sftc_lr"], cfg["sft_loss"])
         out["sftc"] = copy.deepcopy(D.unwrap(cm).state_dict())
     return out
 
