@@ -130,7 +130,7 @@ CONFIG_HELP = {
     "workers": "parallel worker processes (0: all CPUs)",
 }
 
-EXPECTED_RUNTIME_S = {"smoke": 15, "small": 320}
+EXPECTED_RUNTIME_S = {"smoke": 15, "small": 270}
 
 
 # ------------------------------------------------------------------------------------------------ config
@@ -447,13 +447,6 @@ def _fig_asr(runs: list[dict], interval: int):
 
 
 # ------------------------------------------------------------------------------------------------ scheduling
-def _init_worker() -> None:
-    import os
-
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        os.environ[var] = "1"
-
-
 def _pipeline(config: dict, seeds: list[int], arms: list[str], workers: int | None):
     """World -> arms -> evaluation per seed, each job started as soon as its inputs exist.
 
@@ -466,7 +459,7 @@ def _pipeline(config: dict, seeds: list[int], arms: list[str], workers: int | No
 
     from tqdm.auto import tqdm
 
-    from icml26.common.parallel import default_workers
+    from icml26.common.parallel import default_workers, init_worker
 
     t0 = time.perf_counter()
     workers = default_workers() if workers is None else workers
@@ -522,7 +515,7 @@ def _pipeline(config: dict, seeds: list[int], arms: list[str], workers: int | No
         finally:
             _torch.set_num_threads(old)
     else:
-        with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"), initializer=_init_worker) as pool:
+        with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"), initializer=init_worker) as pool:
             pending = {pool.submit(fn, **kw): (kind, key) for kind, key, fn, kw in initial}
             while pending:
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)

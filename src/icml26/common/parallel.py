@@ -17,15 +17,35 @@ from typing import Any
 from tqdm.auto import tqdm
 
 
-def _init_worker() -> None:
+def limit_threads(n: int = 1) -> None:
+    """Cap this process's thread pools at `n`: torch's, and OpenMP/BLAS ones (numpy's OpenBLAS, MKL) too.
+
+    The environment variables only reach libraries loaded after this call; threadpoolctl also resizes the ones
+    already loaded. That matters in a spawned worker: unpickling its first job imports numpy before any job
+    code runs, and numpy's OpenBLAS would otherwise keep one busy-waiting thread per core (on a 2-core box with
+    two workers, a third of each worker's CPU time went to that spinning in active_attacks' run).
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be an int >= 1, got {n!r}")
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[var] = str(n)
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(n)
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=n)  # a plain call (not a context): the limits stay for the process's life
+
+
+def init_worker() -> None:
+    """Initializer for a pool of single-thread worker processes (also for schedulers built on
+    `ProcessPoolExecutor` directly): Ctrl-C is left to the parent, and every thread pool is capped at one."""
     # Ctrl-C is the parent's to handle: it cancels pending jobs and terminates the workers. A worker that also
     # caught SIGINT would print a traceback per process and could die mid-write.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # torch (and BLAS) read these when first imported, so a worker that never imports torch pays nothing
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        os.environ[var] = "1"
-    if "torch" in sys.modules:  # pragma: no cover - spawn starts clean; kept for other start methods
-        sys.modules["torch"].set_num_threads(1)
+    limit_threads(1)
+
+
+_init_worker = init_worker  # the name papers used before it was public
 
 
 def _call(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
@@ -33,10 +53,13 @@ def _call(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
 
 
 def worker_probe(**kwargs: Any) -> dict[str, Any]:
-    """Echo `kwargs` with the calling process's pid and torch thread count (for checking a worker setup)."""
+    """Echo `kwargs` with the calling process's pid, torch thread count and largest BLAS/OpenMP pool size
+    (for checking a worker setup)."""
     import torch
+    from threadpoolctl import threadpool_info
 
-    return {"pid": os.getpid(), "threads": torch.get_num_threads(), **kwargs}
+    blas = [p["num_threads"] for p in threadpool_info() if p.get("user_api") in ("blas", "openmp")]
+    return {"pid": os.getpid(), "threads": torch.get_num_threads(), "blas_threads": max(blas, default=1), **kwargs}
 
 
 def default_workers() -> int:
@@ -87,7 +110,7 @@ def run_parallel(
     # here instead of hanging the run.
     ctx = mp.get_context("spawn")
     results: list[Any] = [None] * len(jobs)
-    pool = ProcessPoolExecutor(min(workers, len(jobs)), mp_context=ctx, initializer=_init_worker)
+    pool = ProcessPoolExecutor(min(workers, len(jobs)), mp_context=ctx, initializer=init_worker)
     try:
         futures = {pool.submit(_call, fn, job): i for i, job in enumerate(jobs)}
         for fut in as_completed(futures):

@@ -685,7 +685,7 @@ def _run_graph(cfg: dict, seeds: list[int], workers: int | None, timings: dict) 
     import multiprocessing as mp
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
-    from icml26.common.parallel import _init_worker, _terminate, default_workers
+    from icml26.common.parallel import _terminate, default_workers, init_worker
     from tqdm.auto import tqdm
 
     pending = {(s, n) for s in seeds for n in _KINDS}
@@ -720,7 +720,7 @@ def _run_graph(cfg: dict, seeds: list[int], workers: int | None, timings: dict) 
             finally:
                 torch.set_num_threads(old)
         else:
-            pool = ProcessPoolExecutor(n_workers, mp_context=mp.get_context("spawn"), initializer=_init_worker)
+            pool = ProcessPoolExecutor(n_workers, mp_context=mp.get_context("spawn"), initializer=init_worker)
             running: dict = {}
             try:
                 while pending or running:

@@ -417,17 +417,6 @@ def _dispatch(**job: Any) -> dict[str, Any]:
     return _run_job(job)
 
 
-def _init_worker() -> None:
-    import os
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it terminates the pool
-    os.environ["OMP_NUM_THREADS"] = "1"
-    import torch
-
-    torch.set_num_threads(1)
-
-
 def _schedule(jobs: list[tuple[dict[str, Any], float]], after_pretrain, workers: int):
     """Run jobs in `workers` single-thread processes, most expensive first; the pretrained fine-tunes become
     eligible as soon as pretraining finishes (no barrier between the phases). Returns (pretrain result, fits)."""
@@ -460,7 +449,9 @@ def _schedule(jobs: list[tuple[dict[str, Any], float]], after_pretrain, workers:
         bar.close()
         return pre, fits
     ctx = mp.get_context("spawn")
-    with ctx.Pool(workers, initializer=_init_worker) as pool:
+    from icml26.common.parallel import init_worker
+
+    with ctx.Pool(workers, initializer=init_worker) as pool:
         running: list = []
         while pending or running:
             pending.sort(key=lambda j: -j[1])
