@@ -23,7 +23,7 @@ def test_configs_are_valid_and_documented():
         validate_config({**CONFIGS[scale], "scale": scale})
     validate_config({**CONFIGS["paper"], "scale": "paper"})
     assert set(CONFIGS["small"]) <= set(CONFIG_HELP) and "small" in EXPECTED_RUNTIME_S
-    assert CONFIGS["small"]["grpo_batch"] == 64 and CONFIGS["small"]["n_seeds"] == 3
+    assert CONFIGS["small"]["grpo_batch"] == 32 and CONFIGS["small"]["n_seeds"] == 3
 
 
 @pytest.mark.parametrize("key,value,err,match", [
