@@ -207,9 +207,16 @@ def test_list_and_show_flag_unreadable_and_stale_results(fake_paper, capsys):
     assert "number of samples" in out and "expected runtime ~1 s" in out and "unreadable" in out
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _spawn(args, env):
+    # A test run started in the background of a non-interactive shell (`pytest &`) has SIGINT ignored, which
+    # the child would inherit (Python then installs no KeyboardInterrupt handler): give the child the default
+    # disposition a terminal user has.
     return subprocess.Popen([sys.executable, "-m", "icml26", *args], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=_default_sigint)
 
 
 def _wait_for_markers(markers: Path, n: int, proc, timeout: float = 60) -> list[int]:
