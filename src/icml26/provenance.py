@@ -115,5 +115,10 @@ def collect(paper: Paper, argv: list[str] | None = None) -> dict[str, Any]:
 
 
 def is_stale(paper: Paper, result: Any) -> bool:
-    """True when the code `paper` runs changed since `result` was made (or the result predates code hashes)."""
+    """True when the code `paper` runs changed since `result` was made (or the result predates code hashes or
+    three-valued verdicts)."""
+    from icml26.results import SCHEMA
+
+    if getattr(result, "schema", 1) < SCHEMA:
+        return True
     return (getattr(result, "provenance", None) or {}).get("code_hash") != code_hash(paper)

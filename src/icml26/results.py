@@ -18,27 +18,37 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-SCALES = ("smoke", "small", "paper")
+import math
+
+from icml26.common import stats as _stats
+from icml26.common.stats import Decision, Interval
+
+SCALES = ("smoke", "small", "medium", "paper")
+
+
+KINDS = ("gate", "report", "sanity")
+SCHEMA = 2  # 2: three-valued verdicts from icml26.common.stats (Claim.decision, Claim.kind)
 
 
 @dataclass
 class Claim:
-    """One of the paper's claims, re-measured.
+    """One of the paper's claims, re-measured, with its verdict.
 
     Attributes:
         id: short name from the spec, e.g. "C1" or "A".
         statement: the paper's claim in one sentence.
         metric: what was measured, with units.
-        measured: the measured value(s) from this run (a number or a name -> number mapping).
+        measured: the measured value(s) from this run (a number or a name -> number mapping); the headline
+            number is `decision.estimate`.
         threshold: the pass condition in words, e.g. ">= 0.15 nats/byte".
-        held: whether the measured values meet the threshold (computed by the experiment, never a constant).
-        gate: True for the spec's gating checks; False for claims reported without gating.
-        details: free-text context: per-seed values, which parts hold by construction (sanity) and which can
-            fail, and the explanation when it does not hold.
-        paper: the paper's own figure for this claim, e.g. "2.31x lower per-token latency than FCFS" (shown
-            beside ours in the report as paper | ours | threshold | verdict).
-        per_seed: the claim's headline quantity for each seed, in seed order (the report shows mean +- std);
-            empty when the claim has no seeds.
+        decision: the verdict with the estimate, interval and threshold that decided it, made by
+            `icml26.common.stats.decide` / `exact` / `all_of` (never by hand).
+        kind: "gate" (the spec's gating checks), "report" (measured, not gated) or "sanity" (holds by
+            construction or checks the plumbing: shown apart, never counted as evidence for the paper).
+        details: free-text context: per-seed values, which parts can fail, what would decide an inconclusive
+            verdict, and the explanation when it does not hold.
+        paper: the paper's own figure for this claim, e.g. "2.31x lower per-token latency than FCFS".
+        per_seed: the claim's headline quantity for each seed, in seed order; empty when the claim has no seeds.
     """
 
     id: str
@@ -46,25 +56,43 @@ class Claim:
     metric: str
     measured: Any
     threshold: str
-    held: bool
-    gate: bool = True
+    decision: Decision | None = None
+    kind: str = "gate"
     details: str = ""
     paper: str = ""
     per_seed: list[float] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        # numpy bools/floats sneak in from measurements; store plain Python values so JSON round-trips. A string
-        # such as "false" is refused: it would count as held.
-        for name in ("held", "gate"):
-            v = getattr(self, name)
-            if not isinstance(v, bool) and not (type(v).__module__ == "numpy" and "bool" in type(v).__name__):
-                raise TypeError(f"Claim {self.id!r}: {name} must be a bool, got {type(v).__name__} {v!r}")
-            setattr(self, name, bool(v))
+        if isinstance(self.decision, dict):
+            self.decision = Decision.from_dict(self.decision)
+        if not isinstance(self.decision, Decision):
+            raise TypeError(f"Claim {self.id!r}: decision must be an icml26.common.stats.Decision (from decide, "
+                            f"exact or all_of), got {type(self.decision).__name__}")
+        if self.kind not in KINDS:
+            raise ValueError(f"Claim {self.id!r}: kind must be one of {KINDS}, got {self.kind!r}")
         for name in ("id", "statement", "metric", "threshold", "details", "paper"):
             if not isinstance(getattr(self, name), str):
                 raise TypeError(f"Claim {self.id!r}: {name} must be a string, got {type(getattr(self, name)).__name__}")
         self.measured = _plain(self.measured)
         self.per_seed = [float(x) for x in _plain(list(self.per_seed))]
+
+    @property
+    def verdict(self) -> str:
+        """"held", "not held" or "inconclusive"."""
+        return self.decision.verdict
+
+    @property
+    def held(self) -> bool:
+        """True only for a decided "held"."""
+        return self.decision.verdict == "held"
+
+    @property
+    def gate(self) -> bool:
+        return self.kind == "gate"
+
+    @property
+    def interval(self) -> Interval | None:
+        return self.decision.interval
 
     @property
     def seed_summary(self) -> tuple[float, float, int] | None:
@@ -77,9 +105,33 @@ class Claim:
         std = (sum((v - mean) ** 2 for v in vals) / (n - 1)) ** 0.5 if n > 1 else 0.0
         return mean, std, n
 
-    @property
-    def verdict(self) -> str:
-        return "held" if self.held else "not held"
+    def to_dict(self) -> dict[str, Any]:
+        d = {"id": self.id, "statement": self.statement, "metric": self.metric, "measured": self.measured,
+             "threshold": self.threshold, "kind": self.kind, "verdict": self.verdict, "held": self.held,
+             "decision": self.decision.to_dict(), "details": self.details, "paper": self.paper,
+             "per_seed": self.per_seed}
+        return _plain(d)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Claim:
+        keep = ("id", "statement", "metric", "measured", "threshold", "decision", "kind", "details", "paper",
+                "per_seed")
+        c = cls(**{k: d[k] for k in keep if k in d})
+        if "verdict" in d and d["verdict"] != c.verdict:
+            raise ResultSchemaError(f"claim {c.id!r}: stored verdict {d['verdict']!r} disagrees with its decision "
+                                    f"({c.verdict!r})")
+        return c
+
+
+def legacy_claim(d: dict[str, Any]) -> Claim:
+    """A claim saved before schema 2 (a bare `held` boolean): read as inconclusive, never as held."""
+    dec = _stats.decide(float("nan"), _stats.Interval(-math.inf, math.inf, n=0), 0.0)
+    dec = dataclasses.replace(dec, hint="saved before three-valued verdicts (result schema 1): re-run")
+    kind = "gate" if d.get("gate", True) else "report"
+    return Claim(id=str(d.get("id", "?")), statement=str(d.get("statement", "")), metric=str(d.get("metric", "")),
+                 measured=d.get("measured"), threshold=str(d.get("threshold", "")), decision=dec, kind=kind,
+                 details=str(d.get("details", "")), paper=str(d.get("paper", "")),
+                 per_seed=[x for x in d.get("per_seed", []) if isinstance(x, (int, float))])
 
 
 @dataclass
@@ -103,13 +155,14 @@ class Result:
     provenance: dict[str, Any] = field(default_factory=dict)  # commit, code hash, machine, command (set by the CLI)
     overrides: dict[str, Any] = field(default_factory=dict)  # --seed/--set values that differ from CONFIGS[scale]
     figure_captions: dict[str, str] = field(default_factory=dict)  # PNG file name -> caption
+    schema: int = SCHEMA  # results older than SCHEMA read as stale (their claims as inconclusive)
     _pending_figures: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.scale not in SCALES:
             raise ValueError(f"scale must be one of {SCALES}, got {self.scale!r}")
         # converted in place: a list the caller keeps a reference to stays the Result's list
-        self.claims[:] = [c if isinstance(c, Claim) else Claim(**c) for c in self.claims]
+        self.claims[:] = [c if isinstance(c, Claim) else Claim.from_dict(c) for c in self.claims]
         if not self.versions:
             self.versions = library_versions()
         if not self.created:
@@ -135,11 +188,20 @@ class Result:
 
     @property
     def gates_held(self) -> bool:
+        """True when every gate is a decided "held"."""
         return all(c.held for c in self.claims if c.gate)
+
+    def counts(self) -> dict[str, int]:
+        """Gates only: {"held": h, "not held": n, "inconclusive": i}."""
+        out = {v: 0 for v in _stats.VERDICTS}
+        for c in self.claims:
+            if c.gate:
+                out[c.verdict] += 1
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if not f.name.startswith("_")}
-        d["claims"] = [dataclasses.asdict(c) for c in self.claims]
+        d["claims"] = [c.to_dict() for c in self.claims]
         d["config_hash"] = self.config_hash
         return _plain(d)
 
@@ -148,9 +210,13 @@ class Result:
         """Build a Result from its JSON form, checking the schema; raises `ResultSchemaError` naming the field."""
         check_schema(d)
         names = {f.name for f in dataclasses.fields(cls) if not f.name.startswith("_")}
+        kw = {k: v for k, v in d.items() if k in names}
         try:
-            return cls(**{k: v for k, v in d.items() if k in names})
-        except (TypeError, ValueError) as e:
+            if d.get("schema", 1) < SCHEMA:  # older results: claims read as inconclusive, the result as stale
+                kw["claims"] = [legacy_claim(c) for c in d["claims"]]
+                kw["schema"] = d.get("schema", 1)
+            return cls(**kw)
+        except (TypeError, ValueError, KeyError) as e:
             raise ResultSchemaError(str(e)) from None
 
 
@@ -161,14 +227,15 @@ class ResultSchemaError(ValueError):
 _RESULT_TYPES: dict[str, type | tuple[type, ...]] = {
     "slug": str, "scale": str, "config": dict, "metrics": dict, "claims": list, "figures": list,
     "runtime_s": (int, float), "versions": dict, "created": str, "notes": str, "provenance": dict,
-    "overrides": dict, "figure_captions": dict,
+    "overrides": dict, "figure_captions": dict, "schema": int,
 }
 _CLAIM_TYPES: dict[str, type | tuple[type, ...]] = {
     "id": str, "statement": str, "metric": str, "threshold": str, "held": bool, "gate": bool, "details": str,
-    "paper": str, "per_seed": list,
+    "paper": str, "per_seed": list, "kind": str, "verdict": str, "decision": dict,
 }
 _REQUIRED = ("slug", "scale", "config", "claims")
-_CLAIM_REQUIRED = ("id", "statement", "metric", "measured", "threshold", "held")
+_CLAIM_REQUIRED = ("id", "statement", "metric", "measured", "threshold")
+_CLAIM_REQUIRED_V2 = ("decision", "kind")
 
 
 def check_schema(d: Any) -> None:
@@ -186,7 +253,7 @@ def check_schema(d: Any) -> None:
     for i, c in enumerate(d["claims"]):
         if not isinstance(c, dict):
             raise ResultSchemaError(f"claims[{i}] must be an object, got {type(c).__name__}")
-        for k in _CLAIM_REQUIRED:
+        for k in _CLAIM_REQUIRED + (_CLAIM_REQUIRED_V2 if d.get("schema", 1) >= SCHEMA else ()):
             if k not in c:
                 raise ResultSchemaError(f"claims[{i}] is missing '{k}'")
         for k, t in _CLAIM_TYPES.items():

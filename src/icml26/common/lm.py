@@ -172,6 +172,17 @@ class KVCache:
     values: list[torch.Tensor | None] = field(default_factory=lambda: [None])
     positions: torch.Tensor | None = None
     mask: torch.Tensor | None = None
+    encoding: str | None = None  # which position encoding filled it (its keys are encoded by it)
+
+    def claim(self, encoding: str) -> None:
+        """Record that `encoding` fills this cache; a cache filled by another encoding is refused (its keys are
+        rotated / embedded differently, so reusing it would silently mix encodings)."""
+        if not isinstance(encoding, str) or not encoding:
+            raise ValueError(f"encoding must be a non-empty string, got {encoding!r}")
+        if self.encoding is not None and self.encoding != encoding and self.length > 0:
+            raise ValueError(f"cache was filled with position encoding {self.encoding!r}; it cannot be reused with "
+                             f"{encoding!r} (use a fresh KVCache)")
+        self.encoding = encoding
 
     @classmethod
     def empty(cls, n_layers: int = 1) -> KVCache:
@@ -364,9 +375,16 @@ class TinyLM(nn.Module):
         Returns:
             logits (B, T, vocab) float, or (logits, hidden) with `return_hidden`.
         """
+        if not isinstance(idx, torch.Tensor):
+            raise TypeError(f"idx must be a (B, T) integer torch.Tensor, got {type(idx).__name__}")
         if idx.ndim != 2 or idx.dtype not in (torch.long, torch.int32, torch.int64):
             raise ValueError(f"idx must be a (B, T) integer tensor, got {tuple(idx.shape)} {idx.dtype}")
         B, T = idx.shape
+        if idx.numel() and (int(idx.min()) < 0 or int(idx.max()) >= self.config.vocab_size):
+            raise ValueError(f"idx holds token ids outside [0, vocab_size={self.config.vocab_size}): "
+                             f"min {int(idx.min())}, max {int(idx.max())}")
+        if cache is not None:
+            cache.claim(self._encoding_name())
         past = cache.length if cache is not None else 0
         if attention_mask is not None:
             if attention_mask.shape != (B, past + T):
@@ -407,6 +425,12 @@ class TinyLM(nn.Module):
         h = self.norm(x)
         logits = self.lm_head(h)
         return (logits, h) if return_hidden else logits
+
+    def _encoding_name(self) -> str:
+        pos = next((b.attn.pos for b in self.blocks if b.attn.pos is not None), None)
+        if pos is None:
+            return self.config.pos if self.pos_emb is not None else "none"
+        return f"{type(pos).__module__}.{type(pos).__qualname__}"
 
     def config_dict(self) -> dict:
         return asdict(self.config)

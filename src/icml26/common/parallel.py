@@ -11,7 +11,7 @@ import os
 import signal
 import sys
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 from tqdm.auto import tqdm
@@ -126,6 +126,132 @@ def run_parallel(
     finally:
         bar.close()
     return results
+
+
+def run_graph(
+    fn: Callable[..., Any],
+    jobs: Mapping[Hashable, dict[str, Any] | Callable[[dict[Hashable, Any]], dict[str, Any]]],
+    deps: Mapping[Hashable, Sequence[Hashable]] | None = None,
+    *,
+    workers: int | None = None,
+    priority: Callable[[Hashable], Any] | None = None,
+    desc: str | None = None,
+    schedule: list[dict[str, Any]] | None = None,
+) -> dict[Hashable, Any]:
+    """Run jobs with dependencies on one pool of single-thread worker processes; each starts once its inputs exist.
+
+    Args:
+        fn: module-level function called as ``fn(**kwargs)`` for every job.
+        jobs: key -> kwargs, or key -> ``make(inputs) -> kwargs`` where ``inputs`` maps each dependency's key to
+            its result (so a job can take what an earlier job produced). Keys are any hashable.
+        deps: key -> keys it waits on (default: none). Unknown keys and cycles raise ValueError before any job
+            runs.
+        workers: worker processes (default `default_workers()`); 1 runs everything in this process.
+        priority: sort key among the ready jobs (lowest first); default the order of `jobs`.
+        desc: progress-bar label (no bar when None).
+        schedule: if a list is given, one {"job", "start_s", "end_s"} record per job is appended to it.
+
+    Returns key -> result. A free worker takes the best ready job at once (no barrier between stages); Ctrl-C or a
+    failed job cancels what has not started and terminates the workers, as `run_parallel` does.
+    """
+    import time
+
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    if not isinstance(jobs, Mapping):
+        raise TypeError(f"jobs must be a mapping key -> kwargs, got {type(jobs).__name__}")
+    stray = [k for k in (deps or {}) if k not in jobs]
+    if stray:
+        raise ValueError(f"deps names job(s) that are not in jobs: {stray!r}")
+    deps = {k: list((deps or {}).get(k, ())) for k in jobs}
+    for k, ds in deps.items():
+        bad = [d for d in ds if d not in jobs]
+        if bad:
+            raise ValueError(f"deps[{k!r}] names unknown job(s) {bad!r}")
+    _check_acyclic(deps)
+    order = {k: i for i, k in enumerate(jobs)}
+    rank = priority if priority is not None else order.__getitem__
+    pending, done = set(jobs), {}
+    workers = default_workers() if workers is None else int(workers)
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers}")
+    workers = min(workers, max(1, len(jobs)))
+    t0 = time.perf_counter()
+    bar = tqdm(total=len(jobs), desc=desc, disable=desc is None, leave=False)
+
+    def take() -> tuple[Hashable, dict[str, Any]] | None:
+        ready = [k for k in pending if all(d in done for d in deps[k])]
+        if not ready:
+            return None
+        k = min(ready, key=lambda x: (rank(x), order[x]))
+        pending.discard(k)
+        spec = jobs[k]
+        kw = spec({d: done[d] for d in deps[k]}) if callable(spec) else spec
+        if not isinstance(kw, dict):
+            raise TypeError(f"job {k!r} must give a kwargs dict, got {type(kw).__name__}")
+        return k, kw
+
+    def record(k: Hashable, start: float) -> None:
+        if schedule is not None:
+            schedule.append({"job": k, "start_s": start, "end_s": time.perf_counter() - t0})
+        bar.update()
+
+    try:
+        if workers == 1:
+            import torch
+
+            old = torch.get_num_threads()
+            torch.set_num_threads(1)
+            try:
+                while pending:
+                    k, kw = take()  # acyclic: something is always ready
+                    start = time.perf_counter() - t0
+                    done[k] = fn(**kw)
+                    record(k, start)
+            finally:
+                torch.set_num_threads(old)
+            return {k: done[k] for k in jobs}
+        from concurrent.futures import FIRST_COMPLETED, wait
+
+        pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"), initializer=init_worker)
+        running: dict[Any, tuple[Hashable, float]] = {}
+        try:
+            while pending or running:
+                while len(running) < workers and (job := take()) is not None:
+                    running[pool.submit(_call, fn, job[1])] = (job[0], time.perf_counter() - t0)
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    k, start = running.pop(fut)
+                    done[k] = fut.result()
+                    record(k, start)
+        except BaseException:
+            _terminate(pool)
+            raise
+        else:
+            pool.shutdown(wait=True)
+        return {k: done[k] for k in jobs}
+    finally:
+        bar.close()
+
+
+def _check_acyclic(deps: Mapping[Hashable, Sequence[Hashable]]) -> None:
+    state: dict[Hashable, int] = {}
+    for root in deps:
+        stack = [(root, iter(deps[root]))]
+        if state.get(root) == 2:
+            continue
+        state[root] = 1
+        while stack:
+            node, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                state[node] = 2
+                stack.pop()
+            elif state.get(nxt) == 1:
+                raise ValueError(f"deps has a cycle through {nxt!r}")
+            elif state.get(nxt) is None:
+                state[nxt] = 1
+                stack.append((nxt, iter(deps[nxt])))
 
 
 def _terminate(pool: ProcessPoolExecutor) -> None:

@@ -13,6 +13,8 @@ as in `__init__`, since scikit-learn's `set_params` bypasses the constructor.
 
 from __future__ import annotations
 
+import difflib
+
 import math
 import numbers
 from collections.abc import Iterable, Sequence
@@ -22,6 +24,12 @@ import numpy as np
 
 __all__ = ["check_int", "check_float", "check_bool", "check_choice", "check_array", "check_tensor",
            "check_seed", "check_probability", "require_keys"]
+
+
+def _shape_text(shape: Sequence[int | None]) -> str:
+    """A wanted shape as Python prints tuples, * for any length: (50,), (*, 3)."""
+    items = ["*" if s is None else str(s) for s in shape]
+    return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
 
 
 def _describe(value: Any) -> str:
@@ -136,7 +144,7 @@ def check_array(x: Any, name: str, *, ndim: int | Sequence[int] | None = None,
             raise ValueError(f"{name} must be {want}-dimensional, got shape {tuple(arr.shape)}")
     if shape is not None:
         if arr.ndim != len(shape) or any(s is not None and s != a for s, a in zip(shape, arr.shape)):
-            want = "(" + ", ".join("*" if s is None else str(s) for s in shape) + ")"
+            want = _shape_text(shape)
             raise ValueError(f"{name} must have shape {want}, got {tuple(arr.shape)}")
     if arr.size < min_size:
         raise ValueError(f"{name} must have at least {min_size} element(s), got shape {tuple(arr.shape)}")
@@ -172,7 +180,7 @@ def check_tensor(x: Any, name: str, *, ndim: int | Sequence[int] | None = None,
             raise ValueError(f"{name} must be {want}-dimensional, got shape {tuple(x.shape)}")
     if shape is not None:
         if x.dim() != len(shape) or any(s is not None and s != a for s, a in zip(shape, x.shape)):
-            want = "(" + ", ".join("*" if s is None else str(s) for s in shape) + ")"
+            want = _shape_text(shape)
             raise ValueError(f"{name} must have shape {want}, got {tuple(x.shape)}")
     if x.numel() < min_size:
         raise ValueError(f"{name} must have at least {min_size} element(s), got shape {tuple(x.shape)}")
@@ -181,10 +189,21 @@ def check_tensor(x: Any, name: str, *, ndim: int | Sequence[int] | None = None,
     return x
 
 
-def require_keys(config: dict[str, Any], keys: Iterable[str], name: str = "config") -> None:
-    """Raise a `ValueError` naming every key of `keys` missing from `config`."""
+def require_keys(config: dict[str, Any], keys: Iterable[str], name: str = "config", *,
+                 optional: Iterable[str] = ("scale",), allow_unknown: bool = False) -> None:
+    """Raise a `ValueError` naming every key of `keys` missing from `config`, and (unless `allow_unknown`) every
+    key of `config` that is neither in `keys` nor in `optional`: a typo such as ``ipc`` for ``ipcs`` fails before
+    any compute instead of being ignored. "scale" (set by the CLI) is optional by default."""
     if not isinstance(config, dict):
         raise TypeError(f"{name} must be a dict, got {type(config).__name__}")
+    keys = list(keys)
     missing = [k for k in keys if k not in config]
     if missing:
         raise ValueError(f"{name} is missing {', '.join(map(repr, missing))}")
+    if not allow_unknown:
+        known = set(keys) | set(optional)
+        unknown = [k for k in config if k not in known]
+        if unknown:
+            close = {k: difflib.get_close_matches(str(k), [str(x) for x in known], n=1) for k in unknown}
+            hints = "; ".join(f"{k!r}" + (f" (did you mean {close[k][0]!r}?)" if close[k] else "") for k in unknown)
+            raise ValueError(f"{name} has unknown key(s) {hints}; known keys: {', '.join(sorted(map(str, known)))}")
