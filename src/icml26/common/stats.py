@@ -41,13 +41,14 @@ from typing import Any
 import numpy as np
 
 VERDICTS = ("held", "not held", "inconclusive")
+MEASURED = "measured"  # the verdict of a number reported without a threshold (`measured`); never counts as evidence
 DIRECTIONS = (">=", "<=")
 DEFAULT_RTOL = 0.02
 DEFAULT_LEVEL = 0.95
 
 __all__ = [
     "Interval", "Decision", "t_interval", "paired_t_interval", "bootstrap_interval", "decide", "exact",
-    "all_of", "n_to_decide", "DEFAULT_RTOL", "DEFAULT_LEVEL", "VERDICTS",
+    "all_of", "measured", "n_to_decide", "DEFAULT_RTOL", "DEFAULT_LEVEL", "VERDICTS", "MEASURED",
 ]
 
 
@@ -130,9 +131,14 @@ class Decision:
     parts: tuple[Decision, ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
-        if self.verdict not in VERDICTS:
-            raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
         object.__setattr__(self, "parts", tuple(self.parts))
+        if self.verdict == MEASURED:
+            if not math.isnan(self.threshold) or self.parts:
+                raise ValueError("a 'measured' decision has no threshold (NaN) and no parts; use decide() for a claim "
+                                 "with a threshold")
+            return
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict must be one of {VERDICTS} (or {MEASURED!r}), got {self.verdict!r}")
         expected = _combine([p.verdict for p in self.parts]) if self.parts else _rule(
             self.estimate, self.interval, self.threshold, self.direction, self.resolution)
         if expected != self.verdict:
@@ -162,6 +168,9 @@ class Decision:
         if self.parts:
             inner = "; ".join(f"{p.label or 'part'}: {p.text()}" for p in self.parts)
             return f"{self.verdict} (all parts must hold) — {inner}"
+        if self.verdict == MEASURED:
+            iv = f"; {self.interval.text()}" if self.interval is not None and not self.exact else ""
+            return f"measured {self.estimate:.4g}{iv} (reported, no threshold)"
         side = "above" if self.direction == ">=" else "below"
         est = f"estimate {self.estimate:.4g} vs threshold {self.direction} {self.threshold:.4g}"
         if self.interval is None or self.exact:
@@ -500,6 +509,14 @@ def exact(value: float, threshold: float, direction: str = ">=", *, label: str =
                     "the value is NaN: nothing was measured" if math.isnan(value) else "", label)
 
 
+def measured(value: float, interval: Interval | None = None, *, label: str = "") -> Decision:
+    """A number reported without a threshold (a "report" claim that gates nothing): its verdict is "measured"."""
+    value = _num(value, "value")
+    if interval is not None and not isinstance(interval, Interval):
+        raise TypeError(f"interval must be an Interval or None, got {type(interval).__name__}")
+    return Decision(MEASURED, value, float("nan"), ">=", interval, 0.0, "", label)
+
+
 def all_of(*parts: Decision, label: str = "") -> Decision:
     """A compound claim: held when every part is held, not held when any is not held, otherwise inconclusive.
     The compound's estimate / threshold are those of its first part (what the report plots)."""
@@ -508,6 +525,8 @@ def all_of(*parts: Decision, label: str = "") -> Decision:
     for p in parts:
         if not isinstance(p, Decision):
             raise TypeError(f"all_of takes Decisions, got {type(p).__name__}")
+        if p.verdict == MEASURED:
+            raise ValueError("all_of combines decisions with thresholds; a 'measured' part has none")
     verdict = _combine([p.verdict for p in parts])
     head = next((p for p in parts if p.verdict == verdict), parts[0])
     hint = "; ".join(f"{p.label or 'part'}: {p.hint}" for p in parts if p.hint)
