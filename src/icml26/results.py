@@ -70,6 +70,9 @@ class Claim:
                             f"exact or all_of), got {type(self.decision).__name__}")
         if self.kind not in KINDS:
             raise ValueError(f"Claim {self.id!r}: kind must be one of {KINDS}, got {self.kind!r}")
+        if self.kind == "gate" and self.decision.verdict == _stats.MEASURED:
+            raise ValueError(f"Claim {self.id!r}: a gate needs a threshold; a 'measured' decision is for "
+                             "kind='report'")
         for name in ("id", "statement", "metric", "threshold", "details", "paper"):
             if not isinstance(getattr(self, name), str):
                 raise TypeError(f"Claim {self.id!r}: {name} must be a string, got {type(getattr(self, name)).__name__}")
@@ -195,7 +198,7 @@ class Result:
         """Gates only: {"held": h, "not held": n, "inconclusive": i}."""
         out = {v: 0 for v in _stats.VERDICTS}
         for c in self.claims:
-            if c.gate:
+            if c.gate and c.verdict in out:
                 out[c.verdict] += 1
         return out
 
