@@ -160,11 +160,11 @@ def check_writable(root: Path) -> None:
 
 # ------------------------------------------------------------------------------------------ saved results
 def read_status(root: Path, paper: Paper) -> tuple[str, Result | None, str]:
-    """(scale, result, problem) of the best saved canonical result: small, then paper, then smoke.
+    """(scale, result, problem) of the best saved canonical result: small, then medium, paper, smoke.
 
     `problem` is "" for a readable result, else "unreadable: reason". scale is "" when nothing was saved.
     """
-    for scale in ("small", "paper", "smoke"):
+    for scale in ("small", "medium", "paper", "smoke"):
         f = result_dir(root, paper.slug, scale) / "result.json"
         if f.exists():
             try:
@@ -187,12 +187,16 @@ def is_stale(paper: Paper, result: Result) -> bool:
     return _stale(paper, result)
 
 
-def _verdict_counts(r: Result) -> str:
-    gates = [c for c in r.claims if c.gate]
-    from icml26.report import measured_only
+def _verdict_counts(r: Result, colour: bool = False) -> str:
+    """Gates only: "held h · not held n · inconclusive i" (sanity and report claims never count)."""
+    c = r.counts()
+    if not colour:
+        return f"held {c['held']} · not held {c['not held']} · inconclusive {c['inconclusive']}"
+    return (f"[green]held {c['held']}[/] · [red]not held {c['not held']}[/] · "
+            f"[yellow]inconclusive {c['inconclusive']}[/]")
 
-    rep = [c for c in r.claims if not c.gate and not measured_only(c)]
-    return f"gates {sum(c.held for c in gates)}/{len(gates)}, reported {sum(c.held for c in rep)}/{len(rep)} held"
+
+_VERDICT_STYLE = {"held": "[green]held[/]", "not held": "[red]not held[/]", "inconclusive": "[yellow]inconclusive[/]"}
 
 
 # ------------------------------------------------------------------------------------------ printing
@@ -213,20 +217,20 @@ def _e(text: Any) -> str:
 def print_claims(result: Result) -> None:
     from rich.table import Table
 
-    from icml26.report import format_measured, measured_only
+    from icml26.report import format_ours, measured_only
 
-    table = Table(title=f"{result.slug} ({result.scale}) - {result.runtime_s:.1f} s")
-    for col in ("claim", "paper", "ours", "threshold", "verdict", "gate"):
+    table = Table(title=f"{result.slug} ({result.scale}) - {result.runtime_s:.1f} s - gates: "
+                        f"{_verdict_counts(result)}")
+    for col in ("claim", "paper", "ours", "threshold", "verdict", "kind"):
         table.add_column(col, overflow="fold")
-    for c in result.claims:
-        verdict = "measured" if measured_only(c) else ("[green]held[/]" if c.held else "[red]not held[/]")
-        ours = format_measured(c.measured)
-        if c.seed_summary:
-            m, s, n = c.seed_summary
-            ours = f"{m:.4g} ± {s:.2g} (n={n}); {ours}"
-        table.add_row(_e(f"{c.id}: {c.statement}"), _e(c.paper or "-"), _e(ours), _e(c.threshold), verdict,
-                      "gate" if c.gate else "report")
+    for c in sorted(result.claims, key=lambda c: c.kind == "sanity"):  # sanity checks last, apart
+        verdict = "measured" if measured_only(c) else _VERDICT_STYLE[c.verdict]
+        table.add_row(_e(f"{c.id}: {c.statement}"), _e(c.paper or "-"), _e(format_ours(c)), _e(c.threshold),
+                      verdict, c.kind)
     _console().print(table)
+    for c in result.claims:
+        if c.gate and c.verdict == "inconclusive":
+            _console().print(_e(f"{c.id} inconclusive: {c.decision.hint or c.decision.text()}"))
     if result.scale == "smoke":
         _console().print("[dim]smoke checks plumbing only: its verdicts say nothing about the paper's claims[/]")
 
@@ -242,24 +246,25 @@ def cmd_list(args) -> int:
     table.add_column("arXiv", no_wrap=True, min_width=10)
     table.add_column("status", overflow="fold", ratio=2)
     for p in PAPERS.values():
-        table.add_row(_e(p.slug), _e(p.title), _e(p.arxiv), _e(_status_line(root, p)))
+        table.add_row(_e(p.slug), _e(p.title), _e(p.arxiv), _status_line(root, p))
     _console().print(table)
     return 0
 
 
 def _status_line(root: Path, p: Paper) -> str:
+    """The status cell of `icml26 list` (rich markup; every piece of text in it is escaped)."""
     if not p.is_implemented():
         return "not implemented"
     missing = p.missing_requirements()
-    need = f" [needs {p.install_hint()}]" if missing else ""
+    need = _e(f" [needs {p.install_hint()}]") if missing else ""
     scale, r, problem = read_status(root, p)
     if problem:
-        return f"{scale}: {problem}{need}"
+        return _e(f"{scale}: {problem}") + need
     if r is None:
-        return f"not run{need}"
+        return "not run" + need
     label = "smoke only (plumbing)" if scale == "smoke" else scale
     stale = " (stale: code changed)" if is_stale(p, r) else ""
-    return f"{label}: {_verdict_counts(r)}{stale}{need}"
+    return f"{_e(label)}: {_verdict_counts(r, colour=scale != 'smoke')}{stale}{need}"
 
 
 def cmd_show(args) -> int:
@@ -467,6 +472,17 @@ def cmd_report(args) -> int:
     if args.readme_table:
         print(summary_markdown(root))
         return 0
+    if args.update_readme:
+        from icml26.report import update_readme
+
+        readme = Path(args.readme)
+        if not readme.is_file():
+            raise UserError(f"--readme {readme}: no such file")
+        try:
+            changed = update_readme(root, readme)
+        except ValueError as e:
+            raise UserError(str(e)) from None
+        _console().print(_e(f"{'updated' if changed else 'unchanged'}: the papers table of {readme} from {root}"))
     md, html = build_report(root)
     _console().print(_e(f"wrote {md} and {html}"))
     return 0
@@ -489,7 +505,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", help="run one reproduction")
     p.add_argument("slug")
-    p.add_argument("--scale", default="small", help="smoke | small | paper (default small)")
+    p.add_argument("--scale", default="small", help="smoke | small | medium | paper (default small)")
     p.add_argument("--seed", type=int, default=None, help="base seed (overrides the config's 'seed')")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config value (repeatable)")
     p.add_argument("--out", help="runs folder (default: runs or $ICML26_RUNS)")
@@ -505,6 +521,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="build runs/report.html and runs/report.md from saved results")
     p.add_argument("--out", help="runs folder (default: runs or $ICML26_RUNS)")
     p.add_argument("--readme-table", action="store_true", help="print the summary table for the README")
+    p.add_argument("--update-readme", action="store_true",
+                   help="rewrite the README's papers table (between its markers) from the saved small results")
+    p.add_argument("--readme", default="README.md", help="the README to update (default README.md)")
     p.set_defaults(func=cmd_report)
     return ap
 

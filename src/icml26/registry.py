@@ -6,6 +6,7 @@ Nothing paper-specific beyond these facts lives here, and importing this module 
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.util
 import json
@@ -25,6 +26,7 @@ class Paper:
     extra: str | None = None  # the pip extra with this paper's third-party dependencies, if any
     package: str | None = None  # dotted path of the paper's package; default icml26.<slug>
     requires: tuple[str, ...] | None = None  # distributions the paper needs; default: icml26's [extra] metadata
+    imports: str = ""  # the import line a user needs (the README shows it)
 
     @property
     def module(self) -> str:
@@ -168,6 +170,31 @@ PAPERS: dict[str, Paper] = {
               "verbalization"),
     ]
 }
+
+# The import line of each paper's public API, shown in the README's papers table.
+_IMPORTS = {
+    "gradpower": "from icml26.gradpower import AdamWPower, GradPower",
+    "pope": "from icml26.pope import PoPE, attention, patch_llama_attention",
+    "tie": "from icml26.tie import LogTLengthPredictor, TIEQueue, ServingSimulator",
+    "cqacp": "from icml26.cqacp import CQACPRegressor",
+    "lsd": "from icml26.lsd import LangevinSpeculativeDynamics",
+    "usb": "from icml26.usb import UnbalancedSchrodingerBridge",
+    "matching_bandits": "from icml26.matching_bandits import AdaptiveCertifiedGS, ContextualMarket, simulate",
+    "visioned": "from icml26.visioned import EDCalculator, render_multishot, VisionEDViT",
+    "active_attacks": "from icml26.active_attacks import ActiveAttacks, GFlowNetRedTeamer",
+    "analogy": "from icml26.analogy import AnalogyWorld, TwoHopWorld, FactorizedTransformer, CurriculumTrainer",
+    "dataset_compression": "from icml26.dataset_compression import PCACompressor, ScoreSelector, evaluate",
+    "lingua": "from icml26.lingua import LinguaAgent",
+    "mepoi": "from icml26.mepoi import MEPOITrainer, VisitTable, POITable, EmbedProbe",
+    "meshtok": "from icml26.meshtok import MeshTok, MultiScaleTokenizer",
+    "murgat": "from icml26.murgat import parse_citations, MurgatEvaluator, LLMJudge",
+    "robust_u1": "from icml26.robust_u1 import RobustU1, corrupt, ssim, GRPORestorationTrainer",
+    "sparse_transfer": "from icml26.sparse_transfer import AnchoredSparseTransfer, JacobianSparsityPenalty",
+    "ssdcn": "from icml26.ssdcn import SSDCN, SSDCB, FRRB, PyramidJointLoss",
+    "verbalization": "from icml26.verbalization import PatchscopesVerbalizer, LITVerbalizer, ZeroShotBaseline, read_activations",
+}
+for _slug, _line in _IMPORTS.items():
+    PAPERS[_slug] = dataclasses.replace(PAPERS[_slug], imports=_line)
 
 
 def _register_extra_papers() -> None:

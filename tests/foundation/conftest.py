@@ -14,6 +14,7 @@ import time
 import numpy as np
 from icml26.common import run_parallel
 from icml26.common.plotting import new_figure
+from icml26.common import stats
 from icml26.results import Claim, Result
 
 CONFIGS = {
@@ -50,10 +51,12 @@ def run(config):
     mean = float(np.abs(x).mean())
     res = Result(slug="fakepaper", scale=config["scale"], config=config, metrics={"mean_abs": mean},
                  notes="| arm | value |\\n|---|---|\\n| a | 1 |\\n")
-    res.claims.append(Claim("C1", "the mean absolute value is positive", "mean |x|", mean, "> 0", mean > 0,
-                            paper="positive on every seed", per_seed=[mean, mean + 0.1, mean + 0.2]))
-    res.claims.append(Claim("C2", "the mean absolute value exceeds 10", "mean |x|", mean, "> 10", mean > 10,
-                            gate=False, details="expected to fail"))
+    per = [mean, mean + 0.1, mean + 0.2]
+    res.claims.append(Claim("C1", "the mean absolute value is positive", "mean |x|", mean, "> 0",
+                            stats.decide(float(np.mean(per)), stats.t_interval(per), 0.0, ">="),
+                            paper="positive on every seed", per_seed=per))
+    res.claims.append(Claim("C2", "the mean absolute value exceeds 10", "mean |x|", mean, "> 10",
+                            stats.exact(mean, 10.0, ">="), kind="report", details="expected to fail"))
     fig, ax = new_figure()
     ax.plot(x)
     res.add_figure("values", fig, caption="the sampled values")

@@ -8,6 +8,7 @@ import matplotlib.pyplot as plt
 
 from icml26.registry import PAPERS
 from icml26.report import build_report, summary_markdown
+from icml26.common import stats
 from icml26.results import Claim, Result, save_result
 
 
@@ -57,10 +58,15 @@ class _Tree(HTMLParser):
 
 def _result(scale: str, **kw) -> Result:
     r = Result(slug="pope", scale=scale, config={"seed": 0}, runtime_s=12.0, **kw)
-    r.claims.append(Claim("A", "PoPE extrapolates <better>", "margin", 0.42, ">= 0.15", 0.42 >= 0.15,
-                          paper="0.3 nats lower loss at 10x context", per_seed=[0.40, 0.42, 0.44]))
-    r.claims.append(Claim("C", "indirect indexing", "acc gap", 3.0, ">= 40", 3.0 >= 40, gate=False))
-    r.claims.append(Claim("R", "a number to read", "seconds", 7.0, "report only", True, gate=False))
+    per = [0.40, 0.42, 0.44]
+    r.claims.append(Claim("A", "PoPE extrapolates <better>", "margin", 0.42, ">= 0.15",
+                          stats.decide(0.42, stats.t_interval(per), 0.15),
+                          paper="0.3 nats lower loss at 10x context", per_seed=per))
+    r.claims.append(Claim("C", "indirect indexing", "acc gap", 3.0, ">= 40", stats.exact(3.0, 40.0), kind="report"))
+    r.claims.append(Claim("R", "a number to read", "seconds", 7.0, "report only", stats.measured(7.0), kind="report"))
+    r.claims.append(Claim("B", "a coin flip", "gap", 0.16, ">= 0.15", stats.decide(0.16, stats.t_interval([0.1, 0.22]),
+                          0.15)))
+    r.claims.append(Claim("S", "the plumbing works", "equality", 1.0, ">= 1", stats.exact(1.0, 1.0), kind="sanity"))
     return r
 
 
@@ -89,14 +95,24 @@ def test_report_columns_seeds_banners_markdown_and_captions(tmp_path):
 
     small = next(x for x in t.tables if x["class"] == "claims" and x["section"].endswith("small"))
     head = [c["text"] for c in small["rows"][0]]
-    assert head == ["claim", "statement", "paper", "ours", "threshold", "verdict", "gate"]
+    assert head == ["claim", "statement", "paper", "ours", "threshold", "verdict", "kind"]
     a = {h: c for h, c in zip(head, small["rows"][1])}
     assert a["paper"]["text"] == "0.3 nats lower loss at 10x context"
-    assert a["ours"]["text"].startswith("0.42 ± 0.02 over 3 seeds")
+    # the headline estimate and its interval lead, the per-seed summary follows
+    assert a["ours"]["text"].startswith("0.42 [0.3703, 0.4697] (95 % t, 3 seeds)")
+    assert "per seed 0.42 ± 0.02 over 3 seeds" in a["ours"]["text"]
     assert a["verdict"]["text"] == "held" and "held" in a["verdict"]["class"].split()
     assert a["statement"]["text"].startswith("PoPE extrapolates <better>")  # escaped, shown as text
     rep = {h: c for h, c in zip(head, small["rows"][3])}  # no threshold: shown as measured, not as held
     assert rep["verdict"]["text"] == "measured" and "grey" in rep["verdict"]["class"].split()
+    coin = {h: c for h, c in zip(head, small["rows"][4])}
+    assert coin["verdict"]["text"] == "inconclusive" and "inconclusive" in coin["verdict"]["class"].split()
+    assert "would decide it" in coin["statement"]["text"]  # the hint is in the details
+    assert len(small["rows"]) == 5  # the sanity check is not in the main table ...
+    sanity = next(x for x in t.tables if x["class"] == "claims sanity" and x["section"].endswith("small"))
+    assert [r[0]["text"] for r in sanity["rows"][1:]] == ["S"]  # ... but in its own block
+    gates_cell = {row[0]["text"]: row[2]["text"] for row in summary["rows"][1:]}
+    assert gates_cell["pope"] == "held 1 · not held 0 · inconclusive 1"  # gates only: C, R and S do not count
 
     smoke_sec = next(s for s in t.sections if s["scale"] == "smoke")
     assert "checks the plumbing only" in smoke_sec["text"]
@@ -105,15 +121,18 @@ def test_report_columns_seeds_banners_markdown_and_captions(tmp_path):
 
     notes = [x for x in t.tables if x["section"] and x["section"].endswith("small") and x["class"] is None]
     assert notes and [c["text"] for c in notes[0]["rows"][2]] == ["RoPE", "1.57"]  # Markdown became a table
-    assert t.captions and t.captions[0].startswith("Loss against context length")
+    assert any(c.startswith("Loss against context length") for c in t.captions)
+    assert any(c.startswith("Each gate's estimate and interval") for c in t.captions)  # the forest plot
     assert "commit" in t.header and "cores" in t.header
     assert "data:image/png;base64," in html.read_text()  # self-contained
 
     m = md.read_text()
-    assert "| A | PoPE extrapolates <better> | 0.3 nats lower loss at 10x context | 0.42 ± 0.02 over 3 seeds" in m
+    assert "| A | PoPE extrapolates <better> | 0.3 nats lower loss at 10x context | 0.42 [0.3703, 0.4697]" in m
     assert "pope/small/loss_vs_ctx.png" in m and "*Loss against context length*" in m
+    assert "figures/pope-small-verdicts.png" in m and (tmp_path / "figures" / "pope-small-verdicts.png").exists()
     # made here without provenance, so it cannot be shown to match the current code: marked stale
-    assert "| pope | small (stale) | 1/1 | 0/1 | 12 s |" in summary_markdown(tmp_path)
+    assert ("| pope | small (stale) | held 1 · not held 0 · inconclusive 1 | 0/1 held, 1 measured | 1/1 | 12 s |"
+            in summary_markdown(tmp_path))
 
 
 def test_report_on_empty_folder_says_what_to_do(tmp_path):

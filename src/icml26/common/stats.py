@@ -535,7 +535,7 @@ def all_of(*parts: Decision, label: str = "") -> Decision:
 
 
 def _num(x: Any, name: str) -> float:
-    if isinstance(x, bool) or x is None:
+    if isinstance(x, (bool, str, bytes)) or x is None:
         raise TypeError(f"{name} must be a number, got {x!r}")
     try:
         v = float(x)
