@@ -58,7 +58,7 @@ def test_one_seed_is_inconclusive():
     held, claims = _held(sims=_sims(n_seeds=1), c3={k: v[:1] for k, v in _c3().items()},
                          starve=_starve()[:1], cfg=cfg)
     assert all(v == "inconclusive" for v in held.values()), held
-    assert "at least 3 seeds" in claims["C1"].details
+    assert "at least 3 streams" in claims["C1"].details and "at least 3 seeds" in claims["C2"].details
 
 
 def test_c1_extra_streams_decide_a_noisy_cell():

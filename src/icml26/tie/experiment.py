@@ -617,8 +617,8 @@ def run(config: dict[str, Any]) -> Result:
     return result
 
 
-def _t(values) -> stats.Interval:
-    return stats.t_interval(list(values))
+def _t(values, unit: str = "seeds") -> stats.Interval:
+    return stats.t_interval(list(values), unit=unit)
 
 
 def _claims(cfg, sims, c3, starve=None, c1_extra=None) -> list[Claim]:
@@ -650,9 +650,9 @@ def _claims(cfg, sims, c3, starve=None, c1_extra=None) -> list[Claim]:
                + [e["loads"][ld]["tie"] / e["loads"][ld]["fcfs"] for e in sorted(c1_extra, key=lambda e: e["stream"])
                   if e["workload"] == w and ld in e["loads"]]
                for w in W for ld in sorted(set(hi_loads) | {top})}
-    parts1 = [stats.decide(float(np.mean(streams[(w, top)])), _t(streams[(w, top)]), 0.35, "<=",
+    parts1 = [stats.decide(float(np.mean(streams[(w, top)])), _t(streams[(w, top)], "streams"), 0.35, "<=",
                            label=f"{w} rho={top} mean <= 0.35") for w in W]
-    parts1 += [stats.decide(float(np.mean(streams[(w, ld)])), _t(streams[(w, ld)]), 0.6, "<=",
+    parts1 += [stats.decide(float(np.mean(streams[(w, ld)])), _t(streams[(w, ld)], "streams"), 0.6, "<=",
                             label=f"{w} rho={ld} mean <= 0.6") for w in W for ld in hi_loads]
     d1 = stats.all_of(*parts1, label="C1")
     n_str = len(streams[(W[0], top)])
