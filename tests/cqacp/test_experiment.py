@@ -14,10 +14,11 @@ def test_smoke_run_structure():
     cfg["scale"] = "smoke"
     res = experiment.run(cfg)
     assert isinstance(res, Result) and res.slug == "cqacp" and res.scale == "smoke"
-    assert [c.id for c in res.claims] == ["C1", "C2", "C3", "C3-aci", "C5-cond", "C4"]
+    assert [c.id for c in res.claims] == ["C1", "C1-cqacp", "C2", "C3", "C3-aci", "C5-cond", "C4"]
     for c in res.claims:
-        assert c.measured is not None and c.threshold and isinstance(c.held, bool)
+        assert c.measured is not None and c.threshold and c.verdict in ("held", "not held", "inconclusive")
         assert c.gate == (c.id in ("C1", "C2", "C3", "C4"))
+    assert res.claims[3].verdict == "inconclusive"  # C3 on one seed per simulated series
     table = res.metrics["table"]
     assert set(table) == {"hetero_ar/s0", "infl/s0"}
     for cell in table.values():
@@ -31,7 +32,7 @@ def test_smoke_run_structure():
     assert "| series | method |" in res.notes
     json.dumps(res.to_dict(), allow_nan=True)  # serialisable
     # claims are computed from the table, not constants
-    c4 = res.claims[5]
+    c4 = res.claims[6]
     ratios = [table[f"{n}/s0"]["CQACP(QRF-SPCI)"]["width"][1] / table[f"{n}/s0"]["SPCI"]["width"][1]
               for n in ("hetero_ar", "infl")]
     assert c4.measured["mean_ratio"] == np.mean(ratios)

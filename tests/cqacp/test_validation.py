@@ -205,8 +205,8 @@ def test_levels_inside_the_grid_are_independent_and_outside_ones_are_flagged(dat
 # ------------------------------------------------------------------------------------------ config
 def test_validate_config_rejects_bad_values_naming_the_key():
     ok = dict(experiment.CONFIGS["small"])
-    for name in ("smoke", "small", "paper"):
-        experiment.validate_config(experiment.CONFIGS[name])
+    for name in experiment.CONFIGS:
+        experiment.validate_config({**experiment.CONFIGS[name], "scale": name})
     for key, value in (("n_seeds", 0), ("window", 2.5), ("levels", [0.8, 0.95]), ("methods", ["CQACP(XYZ)"]),
                        ("train_frac", 1.0), ("backend", "ray"), ("sim_series", "ar_garch"), ("seed", None)):
         with pytest.raises((ValueError, TypeError), match=key):
@@ -216,14 +216,14 @@ def test_validate_config_rejects_bad_values_naming_the_key():
     with pytest.raises(ValueError, match="n_seeds"):
         experiment.run({**experiment.CONFIGS["smoke"], "n_seeds": 0})   # run validates before compute
     assert set(experiment.CONFIG_HELP) == set(experiment.CONFIGS["small"])
-    assert set(experiment.EXPECTED_RUNTIME_S) == {"smoke", "small", "paper"}
+    assert set(experiment.EXPECTED_RUNTIME_S) == set(experiment.CONFIGS)
 
 
 # ------------------------------------------------------------------------------------------ gates can fail
 def _cells(cq_nest=1.0, qd_nest=0.5, spci_nest=0.9, tv_ratio=0.8, cov=0.9, width_ratio=1.0):
     cells = []
-    for series, seed in (("ar_garch", 0), ("ar_garch", 1), ("hetero_ar", 0), ("elnino", 0), ("co2", 0),
-                         ("sunspots", 0), ("infl", 0)):
+    for series, seed in (("ar_garch", 0), ("ar_garch", 1), ("hetero_ar", 0), ("hetero_ar", 1), ("elnino", 0),
+                         ("co2", 0), ("sunspots", 0), ("infl", 0)):
         m = {"CQACP(QR)": {"nestedness": cq_nest, "width_tv": [tv_ratio] * 3, "coverage": [0.8, 0.9, 0.95],
                            "width": [1.0] * 3},
              "QR-direct": {"nestedness": qd_nest, "width_tv": [1.0] * 3, "coverage": [0.78, 0.88, 0.93],
@@ -243,22 +243,36 @@ def _gate(cells, cid):
 
 
 @pytest.mark.parametrize("cid, broken", [
-    ("C1", {"cq_nest": 0.99}), ("C1", {"qd_nest": 0.95}), ("C1", {"spci_nest": 1.0}),
+    ("C1", {"qd_nest": 0.95}), ("C1", {"spci_nest": 1.0}), ("C1-cqacp", {"cq_nest": 0.99}),
     ("C2", {"tv_ratio": 0.97}), ("C3", {"cov": 0.83}), ("C4", {"width_ratio": 1.2}),
 ])
 def test_each_gate_can_fail(cid, broken):
-    assert _gate(_cells(), cid).held                      # the good arm holds ...
+    assert _gate(_cells(), cid).verdict == "held"          # the good arm holds ...
     bad = _gate(_cells(**broken), cid)
-    assert not bad.held and bad.gate and bad.paper        # ... the deliberately broken one does not
+    assert bad.verdict == "not held" and bad.paper         # ... the deliberately broken one does not
+    assert bad.kind == ("sanity" if cid == "C1-cqacp" else "gate")
 
 
-def test_claim_details_say_what_holds_by_construction_and_when_seeds_cannot_decide():
-    c1 = _gate(_cells(), "C1")
-    assert "holds by construction" in c1.details and "Can fail" in c1.details
+def test_a_tiny_sample_is_inconclusive():
+    # one seed of each simulated series: a t interval over one seed is unbounded, so C3 cannot be decided
+    cells = [c for c in _cells() if c["seed"] == 0]
+    c3 = _gate(cells, "C3")
+    assert c3.verdict == "inconclusive" and "at least 3 seeds" in c3.details
+    # two series: the t interval over series of C4 is too wide to clear 1.10 at a ratio of 1.05
+    two = [c for c in _cells(width_ratio=1.05) if c["series"] in ("ar_garch", "elnino")]
+    two[1] = {**two[1], "methods": {**two[1]["methods"], "CQACP(QRF-SPCI)": {
+        **two[1]["methods"]["CQACP(QRF-SPCI)"], "width": [1.12] * 3}}}
+    assert _gate(two, "C4").verdict == "inconclusive"
+
+
+def test_claim_details_say_what_holds_by_construction_and_what_decides():
+    c1s = _gate(_cells(), "C1-cqacp")
+    assert "holds by construction" in c1s.details and c1s.decision.exact
+    assert "Can fail" in _gate(_cells(), "C1").details
     cells = _cells(cov=0.86)
     cells[1]["methods"]["CQACP(QRF-SPCI)"]["coverage"][1] = 0.93        # seeds disagree by more than the margin
     c3 = _gate(cells, "C3")
-    assert "cannot decide at this size" in c3.details
+    assert c3.verdict == "inconclusive" and "would decide it" in c3.details
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert "decides" in _gate(_cells(cov=0.9), "C3").details
+        assert "held" in _gate(_cells(cov=0.9), "C3").details
