@@ -8,14 +8,18 @@ import json
 import numpy as np
 import pytest
 
-from icml26.lingua import KitchenWorld, WorldConfig
+from icml26.lingua import ActivitySpec, KitchenWorld, WorldConfig
+from icml26.lingua.synthetic import default_activities
 
 
 @pytest.fixture(scope="session")
 def world():
-    """A faster world for unit tests: shorter gaps and 3-4 activities per video (the default world is tested in
-    test_perception_world)."""
-    return KitchenWorld(WorldConfig(gap_s=(1.5, 3.0), idle_s=(1.0, 2.0), n_activities=(3, 4)), seed=3)
+    """A faster, plainer world for unit tests of the method: shorter gaps, 3-4 activities per video, no object
+    variants and no off-event changes (the default world, with both, is tested in test_perception_world and
+    test_experiment)."""
+    plain = [ActivitySpec(a.name, a.goal, a.steps, a.synonyms) for a in default_activities()]  # no variants
+    return KitchenWorld(WorldConfig(activities=plain, gap_s=(1.5, 3.0), idle_s=(1.0, 2.0), n_activities=(3, 4),
+                                    off_event_rate=0.0), seed=3)
 
 
 @pytest.fixture

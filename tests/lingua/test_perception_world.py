@@ -167,3 +167,45 @@ def test_perceive_rejects_bad_input():
         perceive(np.zeros((3, 4, 4, 1)), enc, None, cap, fps=5, frame_idx=[5])
     with pytest.raises(TypeError, match="captioner"):
         perceive(np.zeros((3, 4, 4, 1)), enc, None, None, fps=5)
+
+
+# ------------------------------------------------------------------------------------------------ issue 35's world
+def test_off_events_rate_kinds_and_what_they_do_to_perception():
+    from icml26.lingua.synthetic import detection_report, occluded_frames
+
+    clean = KitchenWorld(WorldConfig(off_event_rate=0.0), seed=2)
+    v0, q0 = clean.video(1)
+    assert v0.meta["off_events"] == [] and not occluded_frames(v0).any()
+    busy = KitchenWorld(WorldConfig(off_event_rate=30.0), seed=2)
+    v1, q1 = busy.video(1)
+    kinds = {o["kind"] for o in v1.meta["off_events"]}
+    assert kinds == {"camera", "lighting", "passer", "occlusion"}
+    # the actions, their timing and the questions do not depend on the rate (own random stream)
+    assert [e["phrase"] for e in v1.meta["events"]] == [e["phrase"] for e in v0.meta["events"]]
+    assert [q.question for q in q1] == [q.question for q in q0]
+    enc, cap = RandomProjectionEncoder(seed=0), SymbolicCaptioner(busy, error_rate=0.0, seed=0)
+    r0 = detection_report(v0, perceive(v0, enc, SymbolicDetector(clean), cap, LinguaConfig()).kept_idx)
+    r1 = detection_report(v1, perceive(v1, enc, SymbolicDetector(busy), cap, LinguaConfig()).kept_idx)
+    assert r0["precision"] == 1.0 and r1["precision"] < 0.9 and r1["false_alarms_per_min"] > 0
+    # an occluded action is invisible to the captioner; a lighting change is not
+    during = [o["f_s"] for o in v1.meta["off_events"] if o["kind"] == "occlusion"
+              and any(e["f_s"] <= o["f_s"] < e["f_e"] - 1 for e in v1.meta["events"])]
+    assert during and all(cap.decode(v1.frames[f])[0] == "walk" for f in during)
+    e = v0.meta["events"][0]
+    f = v0.frames[(e["f_s"] + e["f_e"]) // 2]
+    assert cap.decode(f + np.float32(0.06)) == cap.decode(f) == (e["verb"], e["obj"], e["target"] or "")
+
+
+def test_variants_make_answers_depend_on_the_video():
+    w = KitchenWorld(WorldConfig(off_event_rate=0.0), seed=4)
+    answers: dict[str, set] = {}
+    for i in range(12):
+        _, qs = w.video(i)
+        for q in qs:
+            answers.setdefault(q.question, set()).add(q.options[q.answer_idx])
+    assert any(len(a) > 1 for a in answers.values())  # e.g. "What did the person cut?"
+    assert all(len(a) == 1 for q, a in answers.items() if q.startswith("Why"))
+    with pytest.raises(ValueError, match="variants"):
+        ActivitySpec("x", "g", [("open", "door", 1.0)], variants={"window": ["a"]})
+    with pytest.raises(ValueError, match="off_event_mix"):
+        KitchenWorld(WorldConfig(off_event_mix=(0, 0, 0, 0)))

@@ -10,9 +10,16 @@
   selection; everything else, memory included, is LINGUA's).
 - LINGUA without learning is `LinguaAgent(LinguaConfig(learning=False))`; the ablations of spec section 4 are the
   `use_procedural`, `use_verification`, `use_reliability`, `use_merging` switches of `LinguaConfig`.
+- `RevealedAnswers` + `WithRevealedAnswers(agent, memory)` (issue 35): the same revealed answers for every arm.
+  After each stream question the true option is revealed; any agent wrapped with the memory answers a question it
+  has seen revealed before, always with the same answer, with that answer (a lookup by question text), and
+  otherwise answers itself. Without it only LINGUA would profit from feedback, and questions whose answer follows
+  from their text alone (causal ones: "Why did the person open the fridge?") would count as memory.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 
@@ -24,7 +31,7 @@ from icml26.lingua.memory import RuleBasedSRL
 from icml26.lingua.prompts import LETTERS, Observation, belief_prompt, parse_answer
 from icml26.lingua.text import overlap, tokens
 
-__all__ = ["DenseCaptionAgent", "UniformSamplingAgent"]
+__all__ = ["DenseCaptionAgent", "UniformSamplingAgent", "RevealedAnswers", "WithRevealedAnswers"]
 
 
 class DenseCaptionAgent:
@@ -160,3 +167,88 @@ class UniformSamplingAgent(LinguaAgent):
                           frame_idx=self.frame_indices(n, budget), fps=fps)
         self.ingest(report)
         return report
+
+
+class RevealedAnswers:
+    """Answers revealed so far, by question text (lower-cased, whitespace collapsed).
+
+    `add(question, answer_text)` records a revealed answer; `lookup(question, options)` returns the index of the
+    revealed answer when the question was revealed at least `min_count` times, always with the same answer, and
+    that answer is among `options`; otherwise None (the question's answer depends on the video, or it is new).
+    Counts are order-free: any order of the same reveals gives the same lookups.
+    """
+
+    def __init__(self, min_count: int = 2) -> None:
+        self.min_count = check_int(min_count, "min_count", min=1)
+        self.counts: dict[str, dict[str, int]] = {}
+
+    @staticmethod
+    def _key(text: str) -> str:
+        if not isinstance(text, str):
+            raise TypeError(f"question must be a str, got {type(text).__name__}")
+        return " ".join(text.lower().split())
+
+    def add(self, question: str, answer: str) -> None:
+        if not isinstance(answer, str) or not answer.strip():
+            raise ValueError(f"answer must be a non-empty string, got {answer!r}")
+        c = self.counts.setdefault(self._key(question), {})
+        a = " ".join(answer.lower().split())
+        c[a] = c.get(a, 0) + 1
+
+    def lookup(self, question: str, options: list[str]) -> int | None:
+        c = self.counts.get(self._key(question))
+        if not c or len(c) != 1:
+            return None
+        (ans, n), = c.items()
+        if n < self.min_count:
+            return None
+        norm = [" ".join(o.lower().split()) for o in options]
+        return norm.index(ans) if ans in norm else None
+
+    def __len__(self) -> int:
+        return len(self.counts)
+
+
+class WithRevealedAnswers:
+    """Wrap any agent (LINGUA, its ablations, Dense, Uniform) with a `RevealedAnswers` memory.
+
+    `answer` asks the wrapped agent, then replaces its option by the memory's when the memory has one (the span,
+    the trace and the rest stay the agent's; `raw_index` keeps the agent's own option). `feedback(result, correct,
+    answer_idx)` records the revealed answer and forwards the feedback (on the agent's own option) to agents that
+    learn. Several wrappers may share one memory (every arm then sees the same reveals) or own one each.
+    """
+
+    def __init__(self, agent, memory: RevealedAnswers | None = None) -> None:
+        if not hasattr(agent, "answer"):
+            raise TypeError(f"agent must have an answer(question, options) method, got {type(agent).__name__}")
+        if memory is not None and not isinstance(memory, RevealedAnswers):
+            raise TypeError(f"memory must be a RevealedAnswers, got {type(memory).__name__}")
+        self.agent = agent
+        self.memory = memory if memory is not None else RevealedAnswers()
+
+    def __getattr__(self, name):  # observe, ingest, freeze, memory_state ... of the wrapped agent
+        if name in ("agent", "memory"):
+            raise AttributeError(name)
+        return getattr(self.agent, name)
+
+    def answer(self, question: str, options: list[str]) -> AnswerResult:
+        r = self.agent.answer(question, options)
+        r.raw_index = r.option_index if r.raw_index is None else r.raw_index
+        hit = self.memory.lookup(question, r.options or list(options))
+        if hit is not None and hit != r.option_index:
+            r.trace.append(f"revealed answer for this question: {LETTERS[hit]}. {r.options[hit]} "
+                           f"(replaces {LETTERS[r.option_index]})")
+            r.option_index, r.text = hit, r.options[hit]
+        r.from_revealed = hit is not None
+        return r
+
+    def feedback(self, result: AnswerResult, correct: bool, answer_idx: int | None = None) -> None:
+        if answer_idx is None:
+            raise ValueError("answer_idx (the revealed option) is required")
+        answer_idx = check_int(answer_idx, "answer_idx", min=0, max=len(result.options) - 1)
+        self.memory.add(result.question, result.options[answer_idx])
+        if hasattr(self.agent, "feedback"):
+            own = result.option_index if result.raw_index is None else result.raw_index
+            if own != result.option_index:  # the agent learns from its own answer, not the lookup's
+                result = replace(result, option_index=own, text=result.options[own])
+            self.agent.feedback(result, own == answer_idx, answer_idx)

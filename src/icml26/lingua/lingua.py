@@ -33,7 +33,10 @@ Deviations from the spec/paper (all in docs/lingua.md):
   observations within `verify_window_s` of the cited evidence (official: the last 5 entries of the video).
 - The span of an answer is the interval of the observation the LLM cites (the official span extractor reads
   attributes that do not exist and always returns None).
-- Scripts are re-mined every `mine_every` videos (review note 8) rather than after every video.
+- Scripts are re-mined every `mine_every` videos (review note 8) rather than after every video, and once more by
+  `freeze()` when the bank changed since; mining depends on the bank's contents, not on the order they arrived in
+  (memory.py), so with the reliability / refinement path off the learned memory does not depend on the order of
+  the stream (issue 35; the path itself is order-dependent: each update depends on the scripts of the moment).
 - The reflection monitor's decision window restarts with each video (decisions about another video say nothing
   about this one, and it keeps sharded evaluation identical to sequential evaluation).
 - Merging compares text embeddings of descriptions; clustering is cut by distance (see memory.py).
@@ -66,7 +69,10 @@ __all__ = ["LinguaConfig", "LinguaAgent", "PerceptionReport", "AnswerResult", "p
 @dataclass
 class LinguaConfig:
     """Every hyperparameter of LINGUA. The first block is the paper's table (spec 2.5, README "exactly match the
-    paper"); the rest are implementation choices and ablation switches."""
+    paper"); the rest are implementation choices and ablation switches. `attach_goals` is our learning path
+    (review note 6, not the paper's): feedback on a causal question writes the revealed goal into its evidence
+    episode. `use_reliability` switches the paper's alpha/beta updates and contrastive refinement (the
+    reproduction measures their cost and their dependence on the stream's order, issue 35)."""
 
     tau_delta: float = 0.15
     gamma_aff: float = 0.75
@@ -86,6 +92,7 @@ class LinguaConfig:
     temperature: float = 0.1
     learning: bool = True
     # implementation choices
+    attach_goals: bool = True
     max_cycles: int = 3
     c_temp_min: float = 0.5
     entry_duration_s: float = 1.0
@@ -142,8 +149,8 @@ class LinguaConfig:
         check_int(self.max_tokens, "max_tokens", min=1)
         check_float(self.consolidate_confidence, "consolidate_confidence", min=0.0, max=1.0)
         check_float(self.consolidate_novelty, "consolidate_novelty", min=0.0, max=1.0)
-        for name in ("learning", "affordance_trigger", "use_procedural", "use_verification", "use_reliability",
-                     "use_merging", "use_reflection"):
+        for name in ("learning", "attach_goals", "affordance_trigger", "use_procedural", "use_verification",
+                     "use_reliability", "use_merging", "use_reflection"):
             check_bool(getattr(self, name), name)
         return self
 
@@ -321,6 +328,8 @@ class AnswerResult:
         script_id: the script verified last (None without scripts). cycles: BAV cycles run. reflected: the answer
         came from reflection. post_coverage / temporal_consistency / max_eu: of the last cycle.
         alt_spans: other grounders' spans (dense baseline: "pm1" and "threshold").
+        raw_index / from_revealed: set by `WithRevealedAnswers`: the agent's own option, and whether a revealed
+        answer replaced it.
     """
 
     option_index: int
@@ -339,6 +348,8 @@ class AnswerResult:
     max_eu: float = float("nan")
     confidence: float = 0.0
     alt_spans: dict[str, tuple[float, float]] = field(default_factory=dict)
+    raw_index: int | None = None
+    from_revealed: bool = False
     evidence_entry: EpisodicEntry | None = field(default=None, repr=False, compare=False)
     agent_id: int = field(default=0, repr=False, compare=False)
 
@@ -418,6 +429,7 @@ class LinguaAgent:
         self.n_videos = 0
         self.n_refinements = 0
         self.n_consolidated = 0
+        self._unmined = False  # the bank changed (episodes, revealed goals) since the last mining
         self._video_procedural: ProceduralMemory | None = None
 
     def _components(self) -> None:
@@ -432,7 +444,13 @@ class LinguaAgent:
         return bool(self.config.learning) and not self.frozen
 
     def freeze(self) -> LinguaAgent:
-        """Stop all learning (held-out evaluation): the memory is read-only until `unfreeze()`."""
+        """Stop all learning (held-out evaluation): the memory is read-only until `unfreeze()`. What the bank
+        gained since the last mining (the last videos' episodes and revealed goals) is mined first, so the frozen
+        memory holds everything learned, whatever `mine_every` and the stream's length."""
+        if self.updates_enabled and self._unmined:
+            self.semantic.consolidate(self.procedural.episode_bank)
+            self.procedural.mine(self.semantic)
+            self._unmined = False
         self.frozen = True
         self.tracker.frozen = True
         return self
@@ -448,7 +466,7 @@ class LinguaAgent:
         snapshots, `save` and broadcasting the memory to other processes."""
         return {"procedural": self.procedural.to_dict(), "semantic": self.semantic.to_dict(),
                 "tracker": self.tracker.to_dict(), "refiner": self.refiner.to_dict(),
-                "n_videos": self.n_videos, "n_refinements": self.n_refinements}
+                "n_videos": self.n_videos, "n_refinements": self.n_refinements, "unmined": self._unmined}
 
     def load_memory_state(self, state: dict[str, Any]) -> LinguaAgent:
         """Replace the cross-video state by `state` (from `memory_state`); returns self."""
@@ -467,6 +485,7 @@ class LinguaAgent:
         self.refiner.load_dict(state["refiner"])
         self.n_videos = int(state.get("n_videos", 0))
         self.n_refinements = int(state.get("n_refinements", 0))
+        self._unmined = bool(state.get("unmined", False))
         self.tracker.frozen = (not c.learning) or self.frozen
         return self
 
@@ -514,9 +533,11 @@ class LinguaAgent:
                     self.semantic.get_or_create(o)
             self.procedural.add_episodes(epi.entries)
             self.n_videos += 1
+            self._unmined = True
             if self.n_videos % c.mine_every == 0:
                 self.semantic.consolidate(self.procedural.episode_bank)
                 self.procedural.mine(self.semantic)
+                self._unmined = False
             self._video_procedural = None
         elif not c.learning:
             # official behaviour: scripts from the current video only, nothing carried over
@@ -660,10 +681,11 @@ class LinguaAgent:
             child = self.refiner.refine(self.procedural, self.tracker, result.script_id)
             if child is not None:
                 self.n_refinements += 1
-        if result.goal_type == "identify_causal_event" and ev is not None:
+        if c.attach_goals and result.goal_type == "identify_causal_event" and ev is not None:
             revealed = result.options[answer_idx] if answer_idx is not None else (result.text if correct else None)
             if revealed:
                 ev.goal = revealed
+                self._unmined = True
         if result.reflected and correct and self.episodic is not None:
             texts = [e.description for e in self.episodic.entries]
             E = self.embedder.encode(texts + [result.text])

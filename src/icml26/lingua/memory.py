@@ -31,6 +31,9 @@ Deviations (also in docs/lingua.md):
   (mu_i, sigma_i) the script stores, not to the pooled durations of all its instances: frame-aware clusters hold
   whole procedures (open fridge > put bottle > close fridge), and pooling a 1-s step with a 5-s step of the same
   procedure exceeds 0.5 however regular the procedure is.
+- Mining is a function of the bank's contents, not of its order (issue 35): frame texts are clustered in sorted
+  order, ties between actions are broken by name, and a script the latest mining of the bank no longer finds is
+  deactivated (the official code re-mines the current video only, so the question does not arise there).
 - Postconditions Phi are the outcomes seen in more than half of the instances of each of the script's actions
   (the spec: "the set of observed outcomes"): a plain set grows with every captioning error in the bank, and the
   coverage of a script would then fall as it gathers evidence.
@@ -532,7 +535,7 @@ class ProceduralMemory:
     def cluster(self, episodes: Sequence[EpisodicEntry], semantic: SemanticMemory | None) -> list[list[int]]:
         """Frame-aware clustering (cosine distance, average linkage); lists of episode indices."""
         texts = [self.frame_text(e, semantic) for e in episodes]
-        uniq = list(dict.fromkeys(texts))
+        uniq = sorted(set(texts))  # sorted, not first-seen: the clusters depend on the bank, not on its order
         if len(uniq) == 1:
             return [list(range(len(episodes)))]
         idx = {t: i for i, t in enumerate(uniq)}
@@ -556,7 +559,8 @@ class ProceduralMemory:
         rel: dict[str, list[float]] = defaultdict(list)
         for e in inst:
             rel[e.roles].append(e.t_s - first[e.video])
-        acts = [k for k, c in keys.items() if c / total >= self.action_share] or [keys.most_common(1)[0][0]]
+        top = min(keys.items(), key=lambda x: (-x[1], x[0]))[0]  # ties by name: independent of the bank's order
+        acts = [k for k, c in keys.items() if c / total >= self.action_share] or [top]
         acts.sort(key=lambda k: (float(np.mean(rel[k])), k))
         durations, post = {}, []
         for k in acts:
@@ -564,7 +568,7 @@ class ProceduralMemory:
             durations[k] = (float(d.mean()), float(d.std()))
             outs = Counter(e.outcome for e in inst if e.roles == k and e.outcome)
             n_k = int(keys[k])
-            post += [o for o, c in outs.items() if c > 0.5 * n_k]
+            post += sorted(o for o, c in outs.items() if c > 0.5 * n_k)
         objs = Counter(o for e in inst for o in set(e.objects) | ({e.patient} if e.patient else set()))
         pre = []
         for o, c in sorted(objs.items(), key=lambda x: (-x[1], x[0])):
@@ -579,7 +583,7 @@ class ProceduralMemory:
         # temporal-variance check per action of Pi (each has its own (mu_i, sigma_i)); see the module notes
         cvs = [sd / mu if mu > 0 else float("inf") for k, (mu, sd) in durations.items() if keys[k] >= 2]
         cv = float(max(cvs)) if cvs else 0.0
-        base = keys.most_common(1)[0][0].replace(" ", "_")
+        base = top.replace(" ", "_")
         return Script(script_id=base, name=" > ".join(acts), goal=goal, base_preconditions=pre, actions=acts,
                       postconditions=post, durations=durations, instance_count=total, cv=cv)
 
@@ -588,7 +592,10 @@ class ProceduralMemory:
         """Re-mine scripts from the episode bank (or `episodes`); returns the validated scripts of this mining.
 
         A script whose base id already exists is updated in place, in its latest version (refinement predicates,
-        version and reliability are kept); new ones are added. Nothing is deleted.
+        version and reliability are kept); new ones are added. A script of the bank (`episodes=None`) that this
+        mining no longer finds is deactivated (kept, with its reliability, and reactivated when found again), so
+        the active scripts are those of the current bank whatever order it was filled in (issue 35); nothing is
+        deleted.
         """
         n_min = self.n_min if min_instances is None else check_int(min_instances, "min_instances", min=1)
         cv_max = self.max_cv if max_cv is None else check_float(max_cv, "max_cv", min=0.0)
@@ -614,11 +621,17 @@ class ProceduralMemory:
                 cur.name, cur.goal, cur.base_preconditions = s.name, s.goal, s.base_preconditions
                 cur.actions, cur.postconditions, cur.durations = s.actions, s.postconditions, s.durations
                 cur.instance_count, cur.cv = s.instance_count, s.cv
+                cur.active = True
                 out.append(cur)
             else:
                 self.scripts[s.script_id] = s
                 self.heads[s.script_id] = s.script_id
                 out.append(s)
+        if episodes is None:
+            found = {x.script_id for x in out}
+            for head in self.heads.values():
+                if head not in found and head in self.scripts:
+                    self.scripts[head].active = False
         return out
 
     def add_version(self, parent_id: str, positives: Sequence[str], negatives: Sequence[str],

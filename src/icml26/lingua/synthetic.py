@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -36,7 +36,7 @@ from icml26.common.validation import check_float, check_int, check_seed
 from icml26.lingua.text import Lexicon, gerund
 
 __all__ = ["ActivitySpec", "StepSpec", "WorldConfig", "KitchenWorld", "Video", "QAItem", "default_activities",
-           "calibration_report"]
+           "calibration_report", "detection_report", "span_seen", "occluded_frames"]
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,9 @@ class ActivitySpec:
 
     `steps` items are `StepSpec`s or tuples `(verb, object, mean_dur)` / `(verb, object, mean_dur, target_phrase)`.
     `synonyms` maps a verb lemma to extra 3rd-person surface forms the captioner may use ("shuts" for "close").
+    `variants` maps a step object to the objects one occurrence of the activity may use instead (one drawn per
+    occurrence, the same in every step of it: grab the peel ... toss the peel), so that "What did the person
+    cut?" or "What did the person do after opening the fridge?" depend on the video, not on the question text.
     A step with mean_dur <= `brief_s` of the world config is a brief step.
     """
 
@@ -72,6 +75,7 @@ class ActivitySpec:
     goal: str
     steps: list[Any]
     synonyms: dict[str, list[str]] = field(default_factory=dict)
+    variants: dict[str, list[str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -93,31 +97,60 @@ class ActivitySpec:
             dur = check_float(dur, f"ActivitySpec {self.name!r} steps[{i}] mean_dur", min=0.2, max=60.0)
             out.append(StepSpec(verb, obj, dur, s[3] if len(s) == 4 else None))
         self.steps = out
+        if not isinstance(self.variants, dict):
+            raise TypeError(f"ActivitySpec {self.name!r}: variants must be a dict object -> list of objects")
+        objs = {st.obj for st in out}
+        for k, alts in self.variants.items():
+            if k not in objs:
+                raise ValueError(f"ActivitySpec {self.name!r}: variants key {k!r} is not a step object "
+                                 f"({sorted(objs)})")
+            if (isinstance(alts, str) or not isinstance(alts, (list, tuple)) or not alts
+                    or not all(isinstance(a, str) and a for a in alts)):
+                raise ValueError(f"ActivitySpec {self.name!r}: variants[{k!r}] must be a non-empty list of object "
+                                 "names")
+            self.variants[k] = list(dict.fromkeys(alts))
+
+    def objects(self) -> list[str]:
+        """Every object the activity can show (step objects, targets and variants)."""
+        out: list[str] = []
+        for st in self.steps:
+            for o in [st.obj, st.target, *self.variants.get(st.obj, [])]:
+                if o and o not in out:
+                    out.append(o)
+        return out
 
 
 def default_activities() -> list[ActivitySpec]:
     """The 8 kitchen activities of spec section 6.1. Goals share no words with the step objects, so a causal
     question cannot be answered from the captions alone; open/close/put/fill/grab are shared across activities
-    so that only the objects discriminate the goals."""
+    so that only the objects discriminate the goals. Most activities draw one of a few objects per occurrence
+    (`variants`, issue 35): the answers of the brief-step, temporal and descriptive questions then depend on the
+    video, so a table of answers revealed for the same question text cannot answer them; causal answers still
+    follow from the question's step (the goal of its activity)."""
     return [
         ActivitySpec("cool-drink", "to chill a beverage",
-                     [("open", "fridge", 2.5), ("put", "bottle", 3.0, "into the fridge"), ("close", "fridge", 2.0)]),
+                     [("open", "fridge", 2.5), ("put", "bottle", 3.0, "into the fridge"), ("close", "fridge", 2.0)],
+                     variants={"bottle": ["bottle", "milk", "juice"]}),
         ActivitySpec("heat-food", "to warm up dinner",
                      [("open", "oven", 2.5), ("put", "pan", 3.0, "into the oven"), ("close", "oven", 2.0),
-                      ("press", "switch", 1.0)]),
+                      ("press", "switch", 1.0)], variants={"pan": ["pan", "tray"], "switch": ["switch", "button"]}),
         ActivitySpec("make-tea", "to brew a hot drink",
                      [("fill", "kettle", 3.5), ("boil", "kettle", 4.5), ("pour", "water", 3.0, "into the cup"),
-                      ("drop", "spoon", 1.0, "into the cup")]),
+                      ("drop", "spoon", 1.0, "into the cup")], variants={"spoon": ["spoon", "teabag"]}),
         ActivitySpec("cut-vegetable", "to prepare a salad",
-                     [("grab", "knife", 2.0), ("cut", "tomato", 5.0), ("put", "knife", 2.5, "into the sink")]),
+                     [("grab", "knife", 2.0), ("cut", "tomato", 5.0), ("put", "knife", 2.5, "into the sink")],
+                     variants={"tomato": ["tomato", "onion", "carrot"]}),
         ActivitySpec("wash-cup", "to clean the dishes",
                      [("fill", "cup", 3.0), ("scrub", "cup", 4.5), ("put", "cup", 2.5, "on the rack")]),
         ActivitySpec("answer-phone", "to talk with a friend",
-                     [("grab", "phone", 2.0), ("tap", "screen", 1.0), ("hold", "phone", 5.5)]),
+                     [("grab", "phone", 2.0), ("tap", "screen", 1.0), ("hold", "phone", 5.5)],
+                     variants={"screen": ["screen", "icon"]}),
         ActivitySpec("throw-trash", "to tidy the kitchen",
-                     [("grab", "trash", 2.0), ("kick", "pedal", 1.0), ("toss", "trash", 2.0, "into the bin")]),
+                     [("grab", "trash", 2.0), ("kick", "pedal", 1.0), ("toss", "trash", 2.0, "into the bin")],
+                     variants={"trash": ["trash", "peel"], "pedal": ["pedal", "lever"]}),
         ActivitySpec("water-plant", "to keep the flowers alive",
-                     [("fill", "can", 3.0), ("water", "plant", 4.0), ("put", "can", 2.0, "on the shelf")]),
+                     [("fill", "can", 3.0), ("water", "plant", 4.0), ("put", "can", 2.0, "on the shelf")],
+                     variants={"plant": ["plant", "fern", "cactus"]}),
     ]
 
 
@@ -147,6 +180,13 @@ class WorldConfig:
         obj_intensity / held_intensity / walk_intensity: blob value of idle objects / of the held patient / of the
             walking glyph (a 1-pixel walking step must stay below tau_Δ).
         n_causal, n_brief, n_temporal, n_descriptive: questions per video by kind. n_options: options per question.
+        off_event_rate: off-event visual changes per minute of video (issue 35; Poisson, independent of the
+            actions): camera moves (the whole image shifts by 1 pixel, |offset| <= 2), lighting (every pixel
+            brightens by `lighting_level` for `lighting_s`), a second person passing (a walking glyph crossing the
+            scene at `passer_px` pixels per frame) and occlusions (a 9x9 silhouette in front of the actor for
+            `occlusion_s`, hiding the pose, the hand and the handled object). Camera moves and passers make false
+            alarms; occlusions and lighting (lower contrast) make misses. 0 gives the clean world.
+        off_event_mix: relative weights of ("camera", "lighting", "passer", "occlusion").
     """
 
     activities: list[ActivitySpec] = field(default_factory=default_activities)
@@ -172,6 +212,12 @@ class WorldConfig:
     n_temporal: int = 1
     n_descriptive: int = 1
     n_options: int = 5
+    off_event_rate: float = 6.0
+    off_event_mix: tuple[float, float, float, float] = (1.0, 1.0, 1.0, 1.0)
+    lighting_s: tuple[float, float] = (2.0, 8.0)
+    lighting_level: tuple[float, float] = (0.02, 0.06)
+    occlusion_s: tuple[float, float] = (1.5, 4.0)
+    passer_px: int = 3
 
     def validate(self) -> None:
         if not isinstance(self.activities, (list, tuple)) or len(self.activities) < 2:
@@ -193,7 +239,7 @@ class WorldConfig:
         if self.min_brief > sum(self._has_brief(a) for a in self.activities):
             raise ValueError("WorldConfig.min_brief exceeds the number of activities with a brief step")
         check_float(self.dur_jitter, "WorldConfig.dur_jitter", min=0.0, max=0.9)
-        for name in ("gap_s", "idle_s", "progress_s"):
+        for name in ("gap_s", "idle_s", "progress_s", "lighting_s", "lighting_level", "occlusion_s"):
             a, b = (check_float(x, f"WorldConfig.{name}", min=0.0) for x in getattr(self, name))
             if a > b:
                 raise ValueError(f"WorldConfig.{name} must be (min, max) with min <= max, got {getattr(self, name)}")
@@ -205,6 +251,13 @@ class WorldConfig:
         for name in ("n_causal", "n_brief", "n_temporal", "n_descriptive"):
             check_int(getattr(self, name), f"WorldConfig.{name}", min=0, max=20)
         check_int(self.n_options, "WorldConfig.n_options", min=2, max=10)
+        check_float(self.off_event_rate, "WorldConfig.off_event_rate", min=0.0, max=600.0)
+        mix = self.off_event_mix
+        if (not isinstance(mix, (list, tuple)) or len(mix) != 4
+                or any(check_float(m, "WorldConfig.off_event_mix", min=0.0) < 0 for m in mix) or sum(mix) <= 0):
+            raise ValueError(f"WorldConfig.off_event_mix must be 4 non-negative weights (camera, lighting, passer, "
+                             f"occlusion) with a positive sum, got {mix!r}")
+        check_int(self.passer_px, "WorldConfig.passer_px", min=1, max=self.grid)
         if self.n_options > len(self.activities):
             raise ValueError("WorldConfig.n_options cannot exceed the number of activities (causal options are goals)")
 
@@ -218,7 +271,7 @@ class WorldConfig:
         for a in self.activities:
             for s in a.steps:
                 verbs.setdefault(s.verb, [])
-                for o in (s.obj, s.target):
+                for o in (s.obj, s.target, *a.variants.get(s.obj, [])):
                     if o and o not in objs:
                         objs.append(o)
                 if s.target_phrase:
@@ -345,7 +398,10 @@ class KitchenWorld:
             if k > 0:
                 t += float(rng.uniform(*cfg.gap_s))
             a = acts[ai]
+            pick = {k: alts[int(rng.integers(len(alts)))] for k, alts in a.variants.items()}
             for si, s in enumerate(a.steps):
+                if s.obj in pick:
+                    s = replace(s, obj=pick[s.obj])
                 dur = s.mean_dur * float(rng.uniform(1 - cfg.dur_jitter, 1 + cfg.dur_jitter))
                 events.append({"activity": a.name, "goal": a.goal, "step": si, "verb": s.verb, "obj": s.obj,
                                "target": s.target, "target_phrase": s.target_phrase, "t_s": t, "t_e": t + dur,
@@ -385,6 +441,7 @@ class KitchenWorld:
         state_on = {"open", "fill", "boil", "press", "tap"}
         state_off = {"close", "pour", "toss"}
         started: set[int] = set()
+        actor = np.zeros((T, 2), dtype=int)  # top-left of the person's glyph per frame (occlusions sit on it)
 
         def stand_at(obj: str) -> tuple[int, int]:
             r, c = pos[obj]
@@ -417,6 +474,7 @@ class KitchenWorld:
                 shift = 3 if bc + 6 <= G else -3  # the within-action "progress" pose change
                 gc = min(max(bc + (shift if phase else 0), 0), G - 3)
                 agent = [br, bc]
+                actor[f] = (br, gc)
                 frames[f, br:br + 3, gc:gc + 3, self.verb_channel(e["verb"])] = 1.0
                 r, c = pos[e["obj"]]
                 frames[f, r:r + 2, c:c + 2, hand_ch] = 1.0
@@ -433,6 +491,7 @@ class KitchenWorld:
                 if rng.random() < cfg.jitter_p:
                     jr, jc = rng.integers(-1, 2, size=2)
                     gr, gc = min(max(gr + int(jr), 0), G - 3), min(max(gc + int(jc), 0), G - 3)
+                actor[f] = (gr, gc)
                 frames[f, gr:gr + 3, gc:gc + 3, walk_ch] = cfg.walk_intensity
         seg_start.append(T)
         for si in range(len(seg_pos)):
@@ -450,12 +509,85 @@ class KitchenWorld:
                 si = int(np.searchsorted(seg_start, f0, side="right")) - 1
                 r, c = seg_pos[si][e["obj"]]
                 frames[f0:f1, r:r + 2, c:c + 2, self.obj_channel(e["obj"])] = cfg.held_intensity
+        # frames where the scene really changes: action onsets and ends, within-action progress shifts
+        changes = set()
+        for k, e in enumerate(events):
+            changes.update((e["f_s"], e["f_e"]))
+            step = progress[k] * fps
+            changes.update(int(np.ceil(e["f_s"] + j * step - 1e-9)) for j in range(1, int((e["f_e"] - e["f_s"]) / step)
+                                                                               + 1))
+        changes = sorted(c for c in changes if 0 < c < T)
+        off = self._off_events(frames, actor, np.random.default_rng([self.seed, index, 11]))
         if cfg.noise_sigma > 0:
             frames += self._noise_bank()[rng.integers(0, self.NOISE_BANK, size=T)]
         meta = {"index": index, "seed": self.seed, "events": events, "duration": T / fps, "layout": home,
-                "activities": list(dict.fromkeys(e["activity"] for e in events))}
+                "activities": list(dict.fromkeys(e["activity"] for e in events)), "change_frames": changes,
+                "off_events": off}
         video = Video(frames=frames, fps=fps, meta=meta)
         return video, self._questions(events, rng, index)
+
+    OFF_EVENT_KINDS = ("camera", "lighting", "passer", "occlusion")
+
+    def _off_events(self, frames: np.ndarray, actor: np.ndarray, rng: np.random.Generator) -> list[dict]:
+        """Draw the off-event visual changes of one video (a Poisson process at `off_event_rate` per minute, on its
+        own random stream so the actions do not depend on the rate) and paint them into `frames` in place, in
+        scene order: occlusions and passers in front of the scene, then the camera shift, then the lighting."""
+        cfg = self.config
+        T, G = frames.shape[0], cfg.grid
+        fps = float(cfg.fps)
+        n = int(rng.poisson(cfg.off_event_rate * T / fps / 60.0)) if cfg.off_event_rate > 0 else 0
+        if n == 0:
+            return []
+        w = np.asarray(cfg.off_event_mix, dtype=float)
+        kinds = [self.OFF_EVENT_KINDS[i] for i in rng.choice(4, size=n, p=w / w.sum())]
+        starts = np.sort(rng.integers(1, T, size=n))
+        out: list[dict] = []
+        walk_ch = self.walk_channel
+        for kind, f0 in zip(kinds, starts):
+            f0 = int(f0)
+            if kind == "occlusion":
+                f1 = min(T, f0 + max(1, int(round(float(rng.uniform(*cfg.occlusion_s)) * fps))))
+                r, c = (int(x) for x in actor[f0])
+                r0, r1, c0, c1 = max(0, r - 3), min(G, r + 6), max(0, c - 3), min(G, c + 6)
+                frames[f0:f1, r0:r1, c0:c1, :] = 0.0
+                frames[f0:f1, r0:r1, c0:c1, walk_ch] = 0.35  # a dark silhouette: no pose, no hand visible
+            elif kind == "passer":
+                px = int(cfg.passer_px)
+                row = int(rng.integers(0, G - 3))
+                cols = list(range(-2, G, px))
+                if rng.random() < 0.5:
+                    cols = cols[::-1]
+                f1 = min(T, f0 + len(cols))
+                for j, f in enumerate(range(f0, f1)):
+                    cc = cols[j]
+                    lo, hi = max(0, cc), min(G, cc + 3)
+                    if hi > lo:
+                        frames[f, row:row + 3, lo:hi, walk_ch] = np.maximum(frames[f, row:row + 3, lo:hi, walk_ch],
+                                                                            cfg.walk_intensity)
+            else:
+                f1 = T if kind == "camera" else min(T, f0 + max(1, int(round(float(rng.uniform(*cfg.lighting_s))
+                                                                                * fps))))
+            out.append({"kind": kind, "f_s": f0, "f_e": int(f1), "t_s": f0 / fps, "t_e": f1 / fps})
+        # camera moves: the offset accumulates (|offset| <= 2 per axis) and shifts everything after the move
+        offset = np.zeros(2, dtype=int)
+        seg = [(0, offset.copy())]
+        for o in out:
+            if o["kind"] != "camera":
+                continue
+            axis = int(rng.integers(2))
+            step = int(rng.choice([-1, 1]))
+            if abs(offset[axis] + step) > 2:
+                step = -step
+            offset[axis] += step
+            seg.append((o["f_s"], offset.copy()))
+        seg.append((T, None))
+        for (a, off), (b, _) in zip(seg[:-1], seg[1:]):
+            if b > a and (off[0] or off[1]):
+                frames[a:b] = _shift(frames[a:b], int(off[0]), int(off[1]))
+        for o in out:
+            if o["kind"] == "lighting":
+                frames[o["f_s"]:o["f_e"]] += np.float32(rng.uniform(*cfg.lighting_level))
+        return out
 
     # ------------------------------------------------------------------------------------------- questions
     def _options(self, truth: str, pool: Sequence[str], rng: np.random.Generator) -> tuple[list[str], int]:
@@ -528,6 +660,61 @@ class KitchenWorld:
             out.append(QAItem(f"What did the person {e['verb']}?", opts, ans, "descriptive", span(e),
                               meta(e, "descriptive")))
         return out
+
+
+def _shift(x: np.ndarray, dy: int, dx: int) -> np.ndarray:
+    """(T, H, W, C) frames translated by (dy, dx) pixels, zero-filled (a camera move)."""
+    out = np.zeros_like(x)
+    H, W = x.shape[1:3]
+    ys, yd = (slice(0, H - dy), slice(dy, H)) if dy >= 0 else (slice(-dy, H), slice(0, H + dy))
+    xs, xd = (slice(0, W - dx), slice(dx, W)) if dx >= 0 else (slice(-dx, W), slice(0, W + dx))
+    out[:, yd, xd] = x[:, ys, xs]
+    return out
+
+
+def occluded_frames(video: Video) -> np.ndarray:
+    """(T,) bool: frames during an occlusion (the actor is hidden behind a silhouette)."""
+    m = np.zeros(video.n_frames, dtype=bool)
+    for o in video.meta.get("off_events", []):
+        if o["kind"] == "occlusion":
+            m[o["f_s"]:o["f_e"]] = True
+    return m
+
+
+def span_seen(video: Video, kept_idx: Sequence[int], spans: Sequence[tuple[float, float]]) -> bool:
+    """Whether a kept frame shows one of `spans` (seconds): it lies inside the span and no occlusion hides the
+    actor then (spec 6.3's "a kept frame inside its span", which assumes the frame shows the event)."""
+    kept = np.asarray(list(kept_idx), dtype=int)
+    if kept.size == 0:
+        return False
+    vis = kept[~occluded_frames(video)[kept]]
+    t = vis / float(video.fps)
+    return bool(any(np.any((t >= s - 1e-9) & (t < e - 1e-9)) for s, e in spans))
+
+
+def detection_report(video: Video, kept_idx: Sequence[int], tol_frames: int = 1) -> dict[str, float]:
+    """How event-driven frame selection did on a KitchenWorld video (issue 35's recall / precision figure).
+
+    - event_recall: share of the actions (every step, not only question evidence) shown by a kept frame
+      (`span_seen`: inside the span and not occluded).
+    - precision: share of the kept frames after frame 0 that lie within `tol_frames` of a real scene change
+      (an action onset or end, a within-action progress shift: `meta["change_frames"]`); the rest are false alarms
+      (off-event changes, noise).
+    - false_alarms_per_min, off_events_per_min: the false alarms and the drawn off-event changes per minute.
+    """
+    kept = np.asarray(sorted(int(i) for i in kept_idx), dtype=int)
+    meta = video.meta
+    ev = meta["events"]
+    hit = [span_seen(video, kept, [(e["t_s"], e["t_e"])]) for e in ev]
+    ch = np.asarray(meta.get("change_frames", []), dtype=int)
+    rest = kept[kept > 0]
+    true = np.array([bool(ch.size) and bool(np.min(np.abs(ch - k)) <= tol_frames) for k in rest], dtype=bool)
+    minutes = video.duration / 60.0
+    return {"event_recall": float(np.mean(hit)) if hit else float("nan"),
+            "precision": float(true.mean()) if rest.size else float("nan"),
+            "false_alarms_per_min": float((~true).sum() / minutes),
+            "off_events_per_min": float(len(meta.get("off_events", [])) / minutes),
+            "kept": int(kept.size), "frames": int(video.n_frames)}
 
 
 def calibration_report(config: WorldConfig | None = None, seed: int = 100, n_videos: int = 20,
