@@ -4,7 +4,7 @@ FFN); they differ only in the global mixer. FLOPs: FlopCounterMode on the meta d
 Wall: median of `--reps` forwards (batch 1, no grad, torch threads = 1); attention runs in query chunks of 2048
 (same FLOPs, bounded memory: the 16384 x 16384 score matrix per head would need 1 GiB).
 
-    flock /tmp/icml26_heavy.lock .venv/bin/python benchmarks/ssdcn_block_cost.py
+    flock /tmp/icml26-cpu.lock .venv/bin/python benchmarks/ssdcn_block_cost.py
 """
 
 import argparse

@@ -1,33 +1,74 @@
-"""Smoke run of the experiment, config validation, and one failing case per gated claim."""
+"""Smoke run of the experiment, the medium path at toy size, config validation, and each gate's verdict driven
+through its claim function (a broken arm -> not held, a tiny sample -> inconclusive)."""
 
 import pytest
 
 from icml26.ssdcn import claims as C
-from icml26.ssdcn.experiment import CONFIGS, run, validate_config
+from icml26.ssdcn.experiment import CONFIGS, EXPECTED_RUNTIME_S, _SMOKE, normalized, run, validate_config
 
 
 def test_smoke_run():
     res = run({**CONFIGS["smoke"], "scale": "smoke"})
     ids = {c.id for c in res.claims}
-    assert {"C1", "C2", "C3", "C4", "C5", "I1", "I2", "D"} <= ids
-    assert {c.id for c in res.claims if c.gate} == {"C1", "C2", "C3"}
+    assert {"L", "C1", "C2", "C3", "C4", "C5", "I1", "I2", "D"} <= ids
+    assert {c.id for c in res.claims if c.gate} == {"C2", "C3"}
+    assert {c.id for c in res.claims if c.kind == "sanity"} == {"C1", "L"}
     t = res.metrics["table"]
     assert set(t) == {"bicubic", "ssdcn", "ssdcn_local", "small_cnn", "small_transformer"}
     assert t["ssdcn"]["params"] > t["ssdcn_local"]["params"] > 0 and t["bicubic"]["params"] == 0
     c1 = next(c for c in res.claims if c.id == "C1")
-    assert 3.5 <= c1.measured["ssdcb_64_over_32"] <= 4.5
+    assert 3.5 <= c1.measured["ssdcb_64_over_32"] <= 4.5 and c1.decision.exact is False  # all_of of exact parts
+    assert all(p.exact for p in c1.decision.parts)
+    c3 = next(c for c in res.claims if c.id == "C3")
+    assert c3.verdict == "inconclusive" and "medium" in c3.details  # one seed never decides a comparison
     assert {"reconstruction", "flops_vs_size"} <= set(res._pending_figures)
 
 
-@pytest.mark.parametrize("key,value,err", [("seeds", [], ValueError), ("steps", 2.5, ValueError),
+def test_medium_path_at_toy_size():
+    """The medium config's sweep + seeds path: each model keeps the lr with the best validation PSNR, the first
+    seed's run at that lr is reused, the other seeds train at it."""
+    cfg = {**CONFIGS["medium"], **_SMOKE, "scale": "medium", "seeds": [0, 1], "lr_grid": [1e-3, 3e-2],
+           "models": ["ssdcn", "small_cnn"], "steps": 2}
+    res = run(cfg)
+    t = res.metrics["table"]
+    for m in ("ssdcn", "small_cnn"):
+        val = t[m]["sweep_val_psnr"]
+        assert set(val) == {1e-3, 3e-2} and t[m]["lr"] == max(val, key=val.get)
+        runs = [r for r in res.metrics["runs"] if r["model"] == m]
+        assert [r["seed"] for r in runs] == [0, 1] and {r["lr"] for r in runs} == {t[m]["lr"]}
+        assert runs[0]["val"]["psnr"] and abs(sum(runs[0]["val"]["psnr"]) / len(runs[0]["val"]["psnr"])
+                                              - val[t[m]["lr"]]) < 1e-9  # the sweep's run, reused
+    c3 = next(c for c in res.claims if c.id == "C3")
+    assert len(c3.per_seed) == 2 and c3.interval.n == 2 and "validation sweep" in c3.details
+    assert EXPECTED_RUNTIME_S["medium"] <= 1800
+
+
+def test_every_config_validates_and_typos_are_refused():
+    for scale, cfg in CONFIGS.items():
+        validate_config({**cfg, "scale": scale})
+    with pytest.raises(ValueError, match="stpes"):
+        validate_config({**CONFIGS["small"], "stpes": 10})
+    with pytest.raises(ValueError, match="lr"):  # the old single-lr key is refused, not ignored
+        validate_config({**CONFIGS["small"], "lr": 1e-3})
+
+
+@pytest.mark.parametrize("key,value,err", [("seeds", [], ValueError), ("seeds", [0, 0.0], ValueError),
+                                           ("steps", 2.5, ValueError),
                                            ("models", ["small_cnn"], ValueError), ("k_spatial", 5, ValueError),
                                            ("scale_factor", 3, ValueError), ("train_size", 30, ValueError),
-                                           ("lr", float("nan"), ValueError), ("steps", "10", TypeError),
-                                           ("flop_sizes", [16, 32], ValueError)])
+                                           ("lr_grid", [float("nan")], ValueError), ("steps", "10", TypeError),
+                                           ("lr_grid", [], ValueError), ("lr_grid", [1e-3, 1e-3], ValueError),
+                                           ("device", "tpu", ValueError), ("flop_sizes", [16, 32], ValueError)])
 def test_validate_config_names_the_key(key, value, err):
     cfg = {**CONFIGS["small"], key: value}
     with pytest.raises(err, match=key):
         validate_config(cfg)
+
+
+def test_integral_floats_are_read_as_ints():
+    cfg = normalized({**CONFIGS["small"], "steps": 160.0, "seeds": [0.0, 2.0], "ssdcn_dim": 40.0})
+    assert cfg["steps"] == 160 and type(cfg["steps"]) is int and cfg["seeds"] == [0, 2]
+    assert all(type(s) is int for s in cfg["seeds"]) and type(cfg["ssdcn_dim"]) is int
 
 
 def test_paper_config_needs_user_data():
@@ -36,40 +77,57 @@ def test_paper_config_needs_user_data():
         validate_config({**CONFIGS["paper"], "scale": "paper", "scale_factors": [3]})
 
 
-PS = [[30.0, 31.0, 29.5, 30.5]]
+BIC = [30.0, 31.0, 29.5, 30.5]
 
 
-def _shift(v, d):
-    return [[x + d for x in row] for row in v]
+def _seeds(gains, base=BIC, jitter=(0.0, 0.1, -0.1, 0.05)):
+    """[seed][image] PSNRs: base + the seed's gain + a per-image jitter."""
+    return [[b + g + j for b, j in zip(base, jitter)] for g in gains]
 
 
 def test_c1_fails_for_quadratic_block():
     lin = {32: 100, 64: 400, 128: 1600}
     quad = {32: 100, 64: 1600, 128: 25600}
-    assert C.claim_complexity(lin, quad, 1000, 1000).held
-    assert not C.claim_complexity(quad, quad, 1000, 1000).held  # a quadratic "SSDCB" fails
-    assert not C.claim_complexity(lin, lin, 1000, 1000).held  # a linear "transformer" fails
-    assert not C.claim_complexity(lin, quad, 1100, 1000).held  # attention FLOPs off the analytic term
+    assert C.claim_complexity(lin, quad, 1000, 1000).verdict == "held"
+    assert C.claim_complexity(quad, quad, 1000, 1000).verdict == "not held"  # a quadratic "SSDCB" fails
+    assert C.claim_complexity(lin, lin, 1000, 1000).verdict == "not held"  # a linear "transformer" fails
+    assert C.claim_complexity(lin, quad, 1100, 1000).verdict == "not held"  # attention FLOPs off 4 N^2 d
+    assert C.claim_complexity(lin, quad, 1000, 1000).kind == "sanity"
+
+
+def test_c3_gate_held_not_held_inconclusive():
+    bic = _seeds([0.0, 0.0, 0.0])
+    good = C.claim_vs_bicubic(_seeds([1.0, 1.05, 0.95]), bic, bic, bic)
+    assert good.verdict == "held" and good.gate and good.per_seed == pytest.approx([1.0, 1.05, 0.95])
+    # a deliberately broken arm: an "SSDCN" that returns bicubic (plus noise) over three seeds
+    broken = C.claim_vs_bicubic(_seeds([0.001, -0.002, 0.0]), bic, bic, bic)
+    assert broken.verdict == "not held"
+    # a tiny sample: one seed cannot bound a training spread, however large the gain
+    tiny = C.claim_vs_bicubic(_seeds([1.0]), _seeds([0.0]), _seeds([0.0]), _seeds([0.0]))
+    assert tiny.verdict == "inconclusive" and "seed" in tiny.details and "medium" in tiny.details
 
 
 def test_c2_fails_when_worse_or_costlier():
-    assert C.claim_efficiency(_shift(PS, -0.05), PS, _shift(PS, -1), 1.0, 2.0).held
-    assert not C.claim_efficiency(_shift(PS, -0.2), PS, _shift(PS, -1), 1.0, 2.0).held
-    assert not C.claim_efficiency(PS, PS, _shift(PS, -1), 2.5, 2.0).held
-    c = C.claim_efficiency(PS, PS, _shift(PS, -0.1), 1.0, 2.0)
+    tf, bic = _seeds([1.0, 1.0, 1.0]), _seeds([0.0, 0.0, 0.0])
+    assert C.claim_efficiency(_seeds([0.97, 0.96, 0.98]), tf, bic, 1.0, 2.0).verdict == "held"
+    assert C.claim_efficiency(_seeds([0.5, 0.45, 0.55]), tf, bic, 1.0, 2.0).verdict == "not held"
+    assert C.claim_efficiency(tf, tf, bic, 2.5, 2.0).verdict == "not held"  # the exact FLOPs clause
+    c = C.claim_efficiency(tf, _seeds([0.1, 0.1, 0.1]), bic, 1.0, 2.0)
     assert "implied by C3" in c.details
+    assert C.claim_efficiency(_seeds([0.9]), _seeds([1.0]), _seeds([0.0]), 1.0, 2.0).verdict == "inconclusive"
 
 
-def test_c3_fails_for_bicubic_copy_and_reports_spread():
-    assert C.claim_vs_bicubic(_shift(PS, 0.2), PS, PS, PS).held
-    assert not C.claim_vs_bicubic(PS, PS, PS, PS).held  # returning bicubic exactly fails
-    two = [PS[0], [x + 0.3 for x in PS[0]]]
-    c = C.claim_vs_bicubic(_shift(two, 0.0), [PS[0], PS[0]], two, two)
-    assert "cannot decide" in c.details and len(c.per_seed) == 2
+def test_learnability_claim_names_the_model_that_does_not_learn():
+    bic = _seeds([0.0, 0.0, 0.0])
+    ok = C.claim_learnability({"ssdcn": _seeds([1.0, 1.1, 0.9]), "small_cnn": _seeds([1.2, 1.1, 1.3])}, bic)
+    assert ok.verdict == "held" and ok.kind == "sanity"
+    bad = C.claim_learnability({"ssdcn": _seeds([0.02, 0.0, 0.01]), "small_cnn": _seeds([1.2, 1.1, 1.3])}, bic)
+    assert bad.verdict == "not held" and "ssdcn" in bad.details
 
 
 def test_paired_statistics():
-    p = C.paired([[1.0, 2.0, 3.0]], [[0.0, 0.0, 0.0]])
-    assert p["mean"] == pytest.approx(2.0) and p["se"] == pytest.approx(1 / 3 ** 0.5)
+    p = C.paired([[1.0, 2.0, 3.0], [2.0, 2.0, 2.0]], [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
+    assert p["mean"] == pytest.approx(2.0) and p["per_seed"] == pytest.approx([2.0, 2.0])
+    assert p["interval"].method == "t" and p["interval"].n == 2 and p["item_interval"].n == 6
     with pytest.raises(ValueError):
         C.paired([[1.0]], [[1.0, 2.0]])

@@ -194,3 +194,43 @@ def test_photo_cubes():
     assert torch.equal(h, photo_hsi(2, 32, 8, seed=0)) and not torch.equal(h, photo_hsi(2, 32, 8, seed=1))
     with pytest.raises(ValueError, match="size"):
         photo_hsi(1, 500)
+
+
+def test_blocks_start_as_identity_and_local_branch_is_not_linear():
+    """Issue 31's recipe: every residual branch's last projection is zero, so each block is the identity at init;
+    the local branch's activation is ReLU (GELU is ~linear at the block's input scale)."""
+    from icml26.ssdcn import TransformerBlock
+    from icml26.ssdcn.ssdcn import LocalBranch
+
+    x = _x(2, 16, 8, 8) * 0.1
+    assert torch.equal(SSDCB(16, k_spatial=4, k_spectral=4)(x), x)
+    assert torch.equal(TransformerBlock(16, 2)(x), x)
+    branch = LocalBranch(16)
+    assert isinstance(branch.body[1], torch.nn.ReLU) and torch.count_nonzero(branch.body[2].weight) == 0
+    torch.nn.init.normal_(branch.body[2].weight, std=0.1)
+    # a linear branch would be odd: f(-x) = -f(x) up to the biases; ReLU breaks that at this scale
+    f0 = branch(torch.zeros_like(x))
+    assert not torch.allclose(branch(x) - f0, -(branch(-x) - f0), atol=1e-3)
+
+
+def test_evaluate_checks_the_model_scale():
+    from icml26.ssdcn import evaluate
+
+    m = SmallCNN(3, scale=4, dim=4, n_blocks=1)
+    evaluate(m, torch.rand(1, 3, 4, 4), torch.rand(1, 3, 16, 16))
+    with pytest.raises(ValueError, match="scale"):
+        evaluate(m, torch.rand(1, 3, 8, 8), torch.rand(1, 3, 16, 16))  # x2 pair for a x4 model
+
+
+def test_integral_float_sizes_read_as_ints():
+    torch.manual_seed(0)
+    a = SSDCN(4.0, 4.0, dim=8.0, blocks_per_level=1.0, k_spatial=4.0, k_spectral=2.0, rank_spectral=4.0,
+              rank_spatial=4.0)
+    torch.manual_seed(0)
+    b = SSDCN(4, 4, dim=8, blocks_per_level=1, k_spatial=4, k_spectral=2, rank_spectral=4, rank_spatial=4)
+    x = torch.rand(1, 4, 8, 8)
+    assert torch.equal(a(x)[0], b(x)[0]) and type(a.scale) is int
+    assert block_flops(SSDCB(8, 4, 2), 8.0, [16.0]) == block_flops(SSDCB(8, 4, 2), 8, [16])
+    with pytest.raises(ValueError, match="sizes"):
+        block_flops(SSDCB(8, 4, 2), 8, [16.5])  # refused, not truncated
+    assert degrade(torch.rand(1, 2, 8, 8), 4.0).shape == (1, 2, 2, 2)

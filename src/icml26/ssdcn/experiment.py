@@ -4,8 +4,14 @@ Data (generated once in this process, handed to the workers through a temporary 
 64 x 64 x 31 (seed 1), validation 16 x 128 x 128 (seed 3), test 64 x 128 x 128 (seed 2, review note 7); LR =
 antialiased bicubic x4. Models, trained as parallel single-thread processes with the same recipe (AdamW, 5 %
 warm-up + cosine, batch 8, L1 + 0.1 SAM; SSDCN adds the level-1 L1 term): SSDCN (dim 40), its local-only ablation
-(clustering and FRRB off, review note 3), SmallCNN, SmallTransformer; Bicubic. Claims in `icml26.ssdcn.claims`.
-`--scale paper` runs `icml26.ssdcn.scale` on the user's `.mat` cubes.
+(clustering and FRRB off, review note 3), SmallCNN, SmallTransformer; Bicubic.
+
+Learning rate (review note 4): every learned model is trained at each lr of `lr_grid` on the first seed, the lr with
+the best *validation* PSNR is kept for that model, and the other seeds are trained at it (the first seed's run at
+the chosen lr is reused). A one-value grid skips the sweep. `small` fits the 5-minute budget with one seed and no
+sweep (its model comparisons are inconclusive: one seed cannot bound a training spread); `medium` is the same
+experiment with the sweep and 4 seeds (~23 min on 2 cores, on CUDA when present). Claims in
+`icml26.ssdcn.claims`. `--scale paper` runs `icml26.ssdcn.scale` on the user's `.mat` cubes.
 """
 
 from __future__ import annotations
@@ -18,7 +24,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from icml26.common import run_parallel, seed_everything
+from icml26.common import seed_everything
+from icml26.common.parallel import default_workers, run_graph
 from icml26.common.plotting import new_figure
 from icml26.common.validation import check_choice, check_float, check_int, check_seed, require_keys
 from icml26.results import Result
@@ -37,18 +44,21 @@ _SMALL: dict[str, Any] = {
     "seeds": [0], "bands": 31, "scale_factor": 4,
     "n_train": 256, "train_size": 64, "train_seed": 1, "n_val": 16, "val_seed": 3, "n_test": 64, "test_size": 128,
     "test_seed": 2, "n_photo": 8, "photo_seed": 4, "models": list(MODELS),
-    "steps": 250, "batch_size": 8, "lr": 1e-3, "weight_decay": 1e-4, "warmup_frac": 0.05, "sam_weight": 0.1,
+    "steps": 150, "batch_size": 8, "lr_grid": [1e-3], "weight_decay": 1e-4, "warmup_frac": 0.05, "sam_weight": 0.1,
     "level_weight": 1.0,
     "ssdcn_dim": 40, "blocks_per_level": 2, "k_spatial": 16, "k_spectral": 8, "iters": 1, "rank_spectral": 16,
     "rank_spatial": 8, "cnn_dim": 48, "cnn_blocks": 6, "tf_dim": 48, "tf_blocks": 4, "tf_heads": 4,
-    "flops_lr_size": 32, "flop_sizes": [16, 32, 64, 128], "time_reps": 3, "workers": 0,
+    "flops_lr_size": 32, "flop_sizes": [16, 32, 64, 128], "time_reps": 3, "workers": 0, "device": "cpu",
 }
+_SMOKE = {"n_train": 16, "train_size": 32, "n_val": 2, "n_test": 4, "test_size": 64, "n_photo": 1, "steps": 3,
+          "batch_size": 2, "ssdcn_dim": 8, "blocks_per_level": 1, "k_spatial": 4, "k_spectral": 4,
+          "rank_spectral": 4, "rank_spatial": 4, "cnn_dim": 8, "cnn_blocks": 1, "tf_dim": 8, "tf_blocks": 1,
+          "tf_heads": 2, "flops_lr_size": 16, "time_reps": 1, "workers": 1}
 CONFIGS: dict[str, dict[str, Any]] = {
-    "smoke": {**_SMALL, "n_train": 16, "train_size": 32, "n_val": 2, "n_test": 4, "test_size": 64, "n_photo": 1, "steps": 3,
-              "batch_size": 2, "ssdcn_dim": 8, "blocks_per_level": 1, "k_spatial": 4, "k_spectral": 4,
-              "rank_spectral": 4, "rank_spatial": 4, "cnn_dim": 8, "cnn_blocks": 1, "tf_dim": 8, "tf_blocks": 1,
-              "tf_heads": 2, "flops_lr_size": 16, "time_reps": 1, "workers": 1},
+    "smoke": {**_SMALL, **_SMOKE},
     "small": dict(_SMALL),
+    # the decisive version of small (issue 31): the lr sweep of review note 4 on the validation split and 3 seeds
+    "medium": {**_SMALL, "seeds": [0, 1, 2, 3], "lr_grid": [5e-4, 1e-3, 2e-3], "device": "auto"},
     "paper": dict(PAPER_CONFIG),
 }
 
@@ -62,7 +72,8 @@ CONFIG_HELP: dict[str, str] = {
     "photo_seed": "seed of the photo crops",
     "models": f"learned models to train, a subset of {list(MODELS)} containing 'ssdcn'",
     "steps": "optimizer steps per model (same for all)", "batch_size": "cubes per step",
-    "lr": "AdamW peak learning rate", "weight_decay": "AdamW weight decay",
+    "lr_grid": "AdamW peak learning rates tried for every model on the first seed; each model keeps the one with the "
+               "best validation PSNR (one value: no sweep)", "weight_decay": "AdamW weight decay",
     "warmup_frac": "fraction of steps of linear warm-up before cosine decay",
     "sam_weight": "mu: weight of the SAM term (radians), all models",
     "level_weight": "lambda: weight of SSDCN's intermediate-level L1 term",
@@ -74,10 +85,11 @@ CONFIG_HELP: dict[str, str] = {
     "flops_lr_size": "LR side of the FLOPs/params/time comparison input (1 x bands x s x s)",
     "flop_sizes": "feature-map sides of the per-block FLOPs curves (must include 32, 64, 128)",
     "time_reps": "forwards timed per model", "workers": "parallel single-thread processes (0 = one per CPU)",
+    "device": "where the models train: cpu, cuda, or auto (cuda when available)",
 }
 CONFIG_HELP.update({k: v for k, v in PAPER_CONFIG_HELP.items() if k not in CONFIG_HELP})
 
-EXPECTED_RUNTIME_S = {"smoke": 15, "small": 250, "paper": 24 * 3600}  # small: 244 s measured 2026-12-01
+EXPECTED_RUNTIME_S = {"smoke": 15, "small": 270, "medium": 1400, "paper": 24 * 3600}
 
 
 def validate_config(config: dict[str, Any]) -> None:
@@ -89,13 +101,13 @@ def validate_config(config: dict[str, Any]) -> None:
         return
     require_keys(config, _SMALL)
     seeds = config["seeds"]
-    if not isinstance(seeds, list) or not seeds or len(set(map(repr, seeds))) != len(seeds):
+    if not isinstance(seeds, list) or not seeds:
         raise ValueError(f"seeds must be a non-empty list of distinct seeds, got {seeds!r}")
-    for i, s in enumerate(seeds):
-        check_seed(s, f"seeds[{i}]")
-    for key in ("bands", "n_train", "n_val", "n_test", "n_photo", "steps", "batch_size", "ssdcn_dim", "blocks_per_level",
-                "k_spatial", "k_spectral", "iters", "rank_spectral", "rank_spatial", "cnn_dim", "cnn_blocks",
-                "tf_dim", "tf_blocks", "tf_heads", "time_reps"):
+    if len({check_seed(s, f"seeds[{i}]") for i, s in enumerate(seeds)}) != len(seeds):
+        raise ValueError(f"seeds must be a non-empty list of distinct seeds, got {seeds!r}")
+    for key in ("bands", "n_train", "n_val", "n_test", "n_photo", "steps", "batch_size", "ssdcn_dim",
+                "blocks_per_level", "k_spatial", "k_spectral", "iters", "rank_spectral", "rank_spatial", "cnn_dim",
+                "cnn_blocks", "tf_dim", "tf_blocks", "tf_heads", "time_reps"):
         check_int(config[key], key, min=1)
     for key in ("train_seed", "val_seed", "test_seed", "photo_seed"):
         check_seed(config[key], key)
@@ -123,7 +135,16 @@ def validate_config(config: dict[str, Any]) -> None:
                          f"got {models!r}")
     for m in models:
         check_choice(m, "models", MODELS)
-    check_float(config["lr"], "lr", min=0.0, min_open=True)
+    grid = config["lr_grid"]
+    if not isinstance(grid, list) or not grid:
+        raise ValueError(f"lr_grid must be a non-empty list of learning rates, got {grid!r}")
+    for i, v in enumerate(grid):
+        check_float(v, f"lr_grid[{i}]", min=0.0, min_open=True)
+    if len(set(grid)) != len(grid):
+        raise ValueError(f"lr_grid must hold distinct learning rates, got {grid!r}")
+    check_choice(config["device"], "device", ("cpu", "cuda", "auto"))
+    if config["device"] == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device is 'cuda' but torch sees no CUDA device (use 'auto' or 'cpu')")
     check_float(config["weight_decay"], "weight_decay", min=0.0)
     check_float(config["warmup_frac"], "warmup_frac", min=0.0, max=1.0, max_open=True)
     check_float(config["sam_weight"], "sam_weight", min=0.0)
@@ -132,6 +153,33 @@ def validate_config(config: dict[str, Any]) -> None:
     fs = config["flop_sizes"]
     if not isinstance(fs, list) or not {32, 64, 128} <= {check_int(s, "flop_sizes", min=1) for s in fs}:
         raise ValueError(f"flop_sizes must be a list of sides including 32, 64 and 128, got {fs!r}")
+
+
+_INT_KEYS = ("bands", "scale_factor", "n_train", "train_size", "n_val", "n_test", "test_size", "n_photo", "steps",
+             "batch_size", "ssdcn_dim", "blocks_per_level", "k_spatial", "k_spectral", "iters", "rank_spectral",
+             "rank_spatial", "cnn_dim", "cnn_blocks", "tf_dim", "tf_blocks", "tf_heads", "flops_lr_size", "time_reps",
+             "workers", "train_seed", "val_seed", "test_seed", "photo_seed")
+
+
+def normalized(config: dict[str, Any]) -> dict[str, Any]:
+    """A validated copy of `config` with integral floats read as ints (``steps=160.0`` means 160, as
+    `check_int` reads it everywhere else) and learning rates as floats."""
+    validate_config(config)
+    cfg = dict(config)
+    for k in _INT_KEYS:
+        cfg[k] = check_int(cfg[k], k)
+    cfg["seeds"] = [check_seed(v, f"seeds[{i}]") for i, v in enumerate(cfg["seeds"])]
+    cfg["flop_sizes"] = [check_int(v, "flop_sizes") for v in cfg["flop_sizes"]]
+    cfg["lr_grid"] = [float(v) for v in cfg["lr_grid"]]
+    return cfg
+
+
+def resolve_device(device: str) -> str:
+    """"auto" -> "cuda" when torch sees a GPU, else "cpu"."""
+    check_choice(device, "device", ("cpu", "cuda", "auto"))
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
 
 
 def build_model(name: str, cfg: dict[str, Any]) -> torch.nn.Module:
@@ -161,26 +209,104 @@ def _forward_time(model: torch.nn.Module, shape: tuple[int, ...], reps: int) -> 
     return (time.process_time() - t0) / reps
 
 
-def train_model(name: str, seed: int, cfg: dict[str, Any], data_path: str) -> dict[str, Any]:
-    """Train and evaluate one model (module-level so `run_parallel` can spawn it)."""
+def train_model(name: str, seed: int, lr: float, cfg: dict[str, Any], data_path: str,
+                splits: tuple[str, ...] = ("val", "test", "photo"), save: str | None = None,
+                reuse: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Train (or, with `reuse`, reload) one model at learning rate `lr` and evaluate it on `splits` (module-level,
+    so worker processes can run it). `save` writes the trained weights; `reuse` = {"path", "train_time_s",
+    "final_loss"} of an earlier run with the same model, seed and lr (the sweep's)."""
     data = torch.load(data_path)
     seed_everything(seed)
     model = build_model(name, cfg)
-    weights = [cfg["level_weight"]] * (int(cfg["scale_factor"]).bit_length() - 2) if name.startswith("ssdcn") else []
-    loss = PyramidJointLoss(weights=weights, sam_weight=cfg["sam_weight"])
-    # baselines return one output: their loss is L1 + mu SAM; SSDCN adds lambda * L1 at the coarser levels
-    hist = fit(model, data["train_lr"], data["train_hr"], steps=cfg["steps"], batch_size=cfg["batch_size"],
-               lr_rate=cfg["lr"], weight_decay=cfg["weight_decay"], warmup_frac=cfg["warmup_frac"], seed=seed,
-               loss=loss, progress=f"{name} seed {seed}")
-    lr_shape = (1, cfg["bands"], cfg["flops_lr_size"], cfg["flops_lr_size"])
-    out = {"model": name, "seed": seed, "train_time_s": hist["time_s"],
-           "final_loss": float(np.mean(hist["loss"][-20:])), "test": evaluate(model, data["test_lr"], data["test_hr"]),
-           "val": evaluate(model, data["val_lr"], data["val_hr"], full=False),
-           "photo": evaluate(model, data["photo_lr"], data["photo_hr"], full=False), "params": model.count_params(),
-           "gflops": model.flops(lr_shape) / 1e9, "forward_cpu_s": _forward_time(model, lr_shape, cfg["time_reps"])}
-    if name == "ssdcn":
-        out["example_sr"] = predict(model, data["test_lr"][:1])[0].numpy()
+    device = resolve_device(cfg["device"])
+    if reuse is not None:
+        model.load_state_dict(torch.load(reuse["path"]))
+        train_time, final_loss = reuse["train_time_s"], reuse["final_loss"]
+    else:
+        model.to(device)
+        weights = [cfg["level_weight"]] * (cfg["scale_factor"].bit_length() - 2) if name.startswith("ssdcn") else []
+        loss = PyramidJointLoss(weights=weights, sam_weight=cfg["sam_weight"])
+        # baselines return one output: their loss is L1 + mu SAM; SSDCN adds lambda * L1 at the coarser levels
+        hist = fit(model, data["train_lr"], data["train_hr"], steps=cfg["steps"], batch_size=cfg["batch_size"],
+                   lr_rate=lr, weight_decay=cfg["weight_decay"], warmup_frac=cfg["warmup_frac"], seed=seed,
+                   loss=loss, progress=f"{name} seed {seed} lr {lr:g}")
+        train_time, final_loss = hist["time_s"], float(np.mean(hist["loss"][-20:]))
+        if save is not None:
+            torch.save({k: v.cpu() for k, v in model.state_dict().items()}, save)
+    model.to(device)
+    t0 = time.perf_counter()
+    out: dict[str, Any] = {"model": name, "seed": seed, "lr": lr, "train_time_s": train_time,
+                           "final_loss": final_loss}
+    for split in splits:
+        out[split] = evaluate(model, data[f"{split}_lr"], data[f"{split}_hr"], full=split == "test")
+    out["eval_s"] = time.perf_counter() - t0
+    if "test" in splits:
+        model.cpu()
+        lr_shape = (1, cfg["bands"], cfg["flops_lr_size"], cfg["flops_lr_size"])
+        out.update(params=model.count_params(), gflops=model.flops(lr_shape) / 1e9,
+                   forward_cpu_s=_forward_time(model, lr_shape, cfg["time_reps"]))
+        if name == "ssdcn":
+            out["example_sr"] = predict(model, data["test_lr"][:1])[0].numpy()
     return out
+
+
+_COST = ("ssdcn", "small_transformer", "ssdcn_local", "small_cnn")  # CPU-s per step, costliest first
+
+
+def train_all(cfg: dict[str, Any], data_path: str, ckpt_dir: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Every model at every seed, after the per-model lr sweep on the first seed (see the module docstring).
+
+    Returns (final runs, sweep) where sweep[model] = {"val_psnr": {lr: mean validation PSNR}, "lr": chosen lr}.
+    """
+    seeds, grid, models = cfg["seeds"], cfg["lr_grid"], cfg["models"]
+    jobs: dict[Any, Any] = {}
+    deps: dict[Any, list[Any]] = {}
+    sweeping = len(grid) > 1
+    common = {"cfg": cfg, "data_path": data_path}
+    for m in models:
+        if sweeping:
+            for i, lr in enumerate(grid):
+                jobs[("sweep", m, lr)] = {"name": m, "seed": seeds[0], "lr": lr, "splits": ("val",),
+                                          "save": os.path.join(ckpt_dir, f"{m}_{i}.pt"), **common}
+        for s in seeds:
+            key = ("final", m, s)
+            if not sweeping:
+                jobs[key] = {"name": m, "seed": s, "lr": grid[0], **common}
+                continue
+            deps[key] = [("sweep", m, lr) for lr in grid]
+
+            def make(inputs, m=m, s=s):
+                best = _best_lr(m, grid, inputs)
+                if s != seeds[0]:
+                    return {"name": m, "seed": s, "lr": best, **common}
+                i = grid.index(best)
+                run = inputs[("sweep", m, best)]
+                return {"name": m, "seed": s, "lr": best, "reuse": {
+                    "path": os.path.join(ckpt_dir, f"{m}_{i}.pt"), "train_time_s": run["train_time_s"],
+                    "final_loss": run["final_loss"]}, **common}
+
+            jobs[key] = make
+
+    def priority(key):
+        stage = 0 if key[0] == "sweep" else 1
+        return (stage, _COST.index(key[1]))
+
+    done = run_graph(train_model, jobs, deps, workers=cfg["workers"] or None, priority=priority,
+                     desc="train models")
+    sweep = {}
+    for m in models:
+        if sweeping:
+            val = {lr: float(np.mean(done[("sweep", m, lr)]["val"]["psnr"])) for lr in grid}
+            sweep[m] = {"val_psnr": val, "lr": _best_lr(m, grid, done)}
+        else:
+            sweep[m] = {"val_psnr": {}, "lr": grid[0]}
+    runs = [done[("final", m, s)] for s in seeds for m in sorted(models, key=_COST.index)]
+    return runs, sweep
+
+
+def _best_lr(model: str, grid: list[float], results: dict[Any, Any]) -> float:
+    """The lr of `grid` with the best mean validation PSNR of `model` (ties: the first)."""
+    return max(grid, key=lambda lr: float(np.mean(results[("sweep", model, lr)]["val"]["psnr"])))
 
 
 def _rgb(cube: np.ndarray) -> np.ndarray:
@@ -239,16 +365,19 @@ def run(config: dict[str, Any]) -> Result:
     if scale == "paper":
         return run_paper(config)
     t0 = time.perf_counter()
-    cfg = dict(config)
-    seeds = [int(s) for s in cfg["seeds"]]
+    cfg = normalized(config)
+    seeds = cfg["seeds"]
     data = _make_data(cfg)
+    t_train = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="ssdcn_") as tmp:
         path = os.path.join(tmp, "data.pt")
         torch.save(data, path)
-        # costliest first (CPU-s per step ~ 0.51 / 0.37 / 0.35 / 0.23), so two workers finish close together
-        order = sorted(cfg["models"], key=("ssdcn", "small_transformer", "ssdcn_local", "small_cnn").index)
-        jobs = [{"name": m, "seed": s, "cfg": cfg, "data_path": path} for s in seeds for m in order]
-        runs = run_parallel(train_model, jobs, workers=cfg["workers"] or None, desc="train models")
+        runs, sweep = train_all(cfg, path, tmp)
+    t_train = time.perf_counter() - t_train
+    # seconds one more seed of every model costs (training + evaluation, spread over the workers): the hints'
+    # unit cost
+    n_workers = max(1, min(cfg["workers"] or default_workers(), len(cfg["models"])))
+    cost_per_seed = float(sum(r["train_time_s"] + r["eval_s"] for r in runs) / len(seeds) / n_workers)
     bic = Bicubic(cfg["bands"], cfg["scale_factor"])
     bic_test = evaluate(bic, data["test_lr"], data["test_hr"])
     bic_val = evaluate(bic, data["val_lr"], data["val_hr"], full=False)
@@ -283,27 +412,38 @@ def run(config: dict[str, Any]) -> Result:
                     "val_psnr": float(np.mean([np.mean(r["val"]["psnr"]) for r in rs])),
                     "photo_psnr": float(np.mean([np.mean(r["photo"]["psnr"]) for r in rs])),
                     "psnr_per_seed": [float(np.mean(r["test"]["psnr"])) for r in rs],
-                    "sam_per_seed": [float(np.mean(r["test"]["sam"])) for r in rs]}
+                    "sam_per_seed": [float(np.mean(r["test"]["sam"])) for r in rs],
+                    "lr": sweep[m]["lr"], "sweep_val_psnr": sweep[m]["val_psnr"]}
     ps = per_seed("ssdcn", "psnr")
+    cost = {"cost_per_seed_s": cost_per_seed}
+    claims.append(C.claim_learnability({m: per_seed(m, "psnr") for m in cfg["models"]}, per_seed("bicubic", "psnr"),
+                                       **cost))
     if "small_transformer" in cfg["models"]:
         claims.append(C.claim_efficiency(ps, per_seed("small_transformer", "psnr"), per_seed("bicubic", "psnr"),
-                                         table["ssdcn"]["gflops"], table["small_transformer"]["gflops"]))
+                                         table["ssdcn"]["gflops"], table["small_transformer"]["gflops"], **cost))
     claims.append(C.claim_vs_bicubic(ps, per_seed("bicubic", "psnr"), per_seed("ssdcn", "sam"),
-                                     per_seed("bicubic", "sam")))
+                                     per_seed("bicubic", "sam"), **cost))
     if "small_cnn" in cfg["models"]:
-        claims.append(C.claim_vs_cnn(ps, per_seed("small_cnn", "psnr")))
+        claims.append(C.claim_vs_cnn(ps, per_seed("small_cnn", "psnr"), **cost))
     if "ssdcn_local" in cfg["models"]:
         claims.append(C.claim_global_mixing(ps, per_seed("ssdcn_local", "psnr")))
     claims.append(C.claim_issue_quality(ps, per_seed("bicubic", "psnr"), per_seed("ssdcn", "sam"),
-                                        per_seed("bicubic", "sam")))
+                                        per_seed("bicubic", "sam"), **cost))
     if {"small_cnn", "small_transformer"} <= set(cfg["models"]):
         best = max(["bicubic", "small_cnn", "small_transformer"], key=lambda m: table[m]["psnr"])
         claims.append(C.claim_issue_efficiency(ps, best, per_seed(best, "psnr"), table["ssdcn"]["gflops"],
                                                table["small_transformer"]["gflops"], table["ssdcn"]["params"],
-                                               table["small_cnn"]["params"]))
+                                               table["small_cnn"]["params"], **cost))
     claims.append(C.claim_domain_shift({m: per_seed(m, "psnr", "photo") for m in cfg["models"]},
                                        per_seed("bicubic", "psnr", "photo")))
-    metrics = {"table": table, "ssdcb_flops": f_ssdcb, "transformer_block_flops": f_tf,
+    tuning = ("lr per model from the validation sweep over " + str(cfg["lr_grid"]) + " on seed " + str(seeds[0])
+              + ": " + ", ".join(f"{m} {sweep[m]['lr']:g}" for m in cfg["models"])) if len(cfg["lr_grid"]) > 1 \
+        else f"lr {cfg['lr_grid'][0]:g} for every model (a one-value grid: no sweep at this scale; medium sweeps)"
+    for c in claims:
+        if c.id in ("L", "C2", "C3", "C4", "C5", "I1", "I2", "D"):
+            c.details = c.details.rstrip(". ") + f". Tuning: {tuning}."
+    metrics = {"table": table, "ssdcb_flops": f_ssdcb, "train_wall_s": t_train, "cost_per_seed_s": cost_per_seed,
+               "transformer_block_flops": f_tf,
                "attention_flops_n1024": attn_measured,
                "runs": [{k: v for k, v in r.items() if k != "example_sr"} for r in runs],
                "bicubic_test": bic_test}
@@ -318,8 +458,8 @@ def run(config: dict[str, Any]) -> Result:
                       "FLOPs of one block (FlopCounterMode, meta device) vs pixels: SSDCB grows linearly, the "
                       "full-attention block quadratically")
     result.runtime_s = time.perf_counter() - t0
-    result.notes = (f"{len(runs)} trainings ({', '.join(cfg['models'])} x seeds {seeds}), {cfg['steps']} steps each, "
-                    "as parallel single-thread processes.")
+    result.notes = (f"{len(runs)} final trainings ({', '.join(cfg['models'])} x seeds {seeds}), {cfg['steps']} steps "
+                    f"each, as parallel single-thread processes on {resolve_device(cfg['device'])}; {tuning}.")
     return result
 
 
@@ -329,7 +469,10 @@ __all__ = [
     "EXPECTED_RUNTIME_S",
     "MODELS",
     "build_model",
+    "normalized",
+    "resolve_device",
     "run",
+    "train_all",
     "train_model",
     "validate_config",
 ]

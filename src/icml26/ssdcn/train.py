@@ -46,18 +46,31 @@ def _check_pairs(lr: Any, hr: Any) -> tuple[torch.Tensor, torch.Tensor]:
     return lr, hr
 
 
+def _check_model_scale(model: nn.Module, lr: torch.Tensor, hr: torch.Tensor) -> None:
+    """hr must be lr upscaled by the model's `scale` (when the model has one): a mismatched pair would otherwise
+    fail deep inside the loss or metrics, or score the wrong resolution."""
+    model_scale = getattr(model, "scale", None)
+    if isinstance(model_scale, int) and (hr.shape[-2] != lr.shape[-2] * model_scale
+                                         or hr.shape[-1] != lr.shape[-1] * model_scale):
+        raise ValueError(f"hr {tuple(hr.shape)} must be lr {tuple(lr.shape)} upscaled by the model's scale "
+                         f"({model_scale})")
+
+
+def _device(model: nn.Module) -> torch.device:
+    p = next(model.parameters(), None)
+    return p.device if p is not None else torch.device("cpu")
+
+
 def fit(model: nn.Module, lr: Any, hr: Any, *, steps: int = 800, batch_size: int = 8, lr_rate: float = 1e-3,
         weight_decay: float = 1e-4, warmup_frac: float = 0.05, seed: int = 0, loss: nn.Module | None = None,
         clip: float | None = 1.0, progress: str | None = None) -> dict[str, Any]:
-    """Train `model` in place on paired cubes lr (N, C, h, w) and hr (N, C, h*s, w*s).
+    """Train `model` in place on paired cubes lr (N, C, h, w) and hr (N, C, h*s, w*s), s = the model's scale.
 
+    The cubes may stay on the CPU: each minibatch moves to the model's device (a model on CUDA trains there).
     Models without parameters (Bicubic) are returned untouched. Returns {"loss": per-step losses, "time_s"}.
     """
     lr, hr = _check_pairs(lr, hr)
-    model_scale = getattr(model, "scale", None)
-    if isinstance(model_scale, int) and hr.shape[-1] != lr.shape[-1] * model_scale:
-        raise ValueError(f"hr {tuple(hr.shape)} must be lr {tuple(lr.shape)} upscaled by the model's scale "
-                         f"({model_scale})")
+    _check_model_scale(model, lr, hr)
     steps = check_int(steps, "steps", min=1)
     batch_size = check_int(batch_size, "batch_size", min=1)
     lr_rate = check_float(lr_rate, "lr_rate", min=0.0, min_open=True)
@@ -73,12 +86,13 @@ def fit(model: nn.Module, lr: Any, hr: Any, *, steps: int = 800, batch_size: int
     opt = torch.optim.AdamW(params, lr=lr_rate, weight_decay=weight_decay)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine_lambda(steps, warmup_frac))
     gen = torch.Generator().manual_seed(seed)
+    dev = _device(model)
     model.train()
     losses: list[float] = []
     for _ in tqdm(range(steps), desc=progress, disable=progress is None, leave=False, mininterval=2.0):
         idx = torch.randint(0, lr.shape[0], (batch_size,), generator=gen)
-        _, outs = model(lr[idx])
-        value = loss_fn(outs, hr[idx])
+        _, outs = model(lr[idx].to(dev))
+        value = loss_fn(outs, hr[idx].to(dev))
         opt.zero_grad(set_to_none=True)
         value.backward()
         if clip is not None:
@@ -94,20 +108,22 @@ def fit(model: nn.Module, lr: Any, hr: Any, *, steps: int = 800, batch_size: int
 
 @torch.no_grad()
 def predict(model: nn.Module, lr: Any, batch_size: int = 8) -> torch.Tensor:
-    """model's sr for lr (N, C, h, w), in batches, clipped to [0, 1]."""
+    """model's sr for lr (N, C, h, w), in batches (on the model's device), clipped to [0, 1], on the CPU."""
     lr = check_tensor(lr, "lr", ndim=4)
     batch_size = check_int(batch_size, "batch_size", min=1)
     was = model.training
+    dev = _device(model)
     model.eval()
-    out = torch.cat([model(lr[i:i + batch_size])[0] for i in range(0, lr.shape[0], batch_size)])
+    out = torch.cat([model(lr[i:i + batch_size].to(dev))[0].cpu() for i in range(0, lr.shape[0], batch_size)])
     model.train(was)
     return out.clamp(0.0, 1.0)
 
 
 def evaluate(model: nn.Module, lr: Any, hr: Any, batch_size: int = 8, full: bool = True) -> dict[str, list[float]]:
     """Per-image metrics of model on (lr, hr): {"psnr", "ssim", "sam", "ergas", "cc", "rmse"} -> lists
-    (`full=False`: only "psnr" and "sam")."""
+    (`full=False`: only "psnr" and "sam"). hr must be lr upscaled by the model's `scale`."""
     lr, hr = _check_pairs(lr, hr)
+    _check_model_scale(model, lr, hr)
     scale = hr.shape[-1] // lr.shape[-1]
     sr = predict(model, lr, batch_size)
     if not full:
