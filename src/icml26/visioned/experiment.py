@@ -58,12 +58,12 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "n_molecules": 332, "max_heavy_atoms": 8, "img_size": 32, "patch": 8, "dim": 64, "depth": 4, "heads": 4,
         "pretrain_epochs": 30, "finetune_epochs": 40, "n_points": 1024,
     },
-    # V1 where small leaves it inconclusive (per-seed ratios 0.68-0.95 at 3 seeds): the same experiment, with the
-    # two V1 arms (pretrained and scratch ViT at 25 % labels) on 100 split seeds; one pretraining as in small.
-    # ~10 s of wall per extra seed on 2 cores: ~17 min + the small run; CUDA when present ("auto").
+    # V1 where small leaves it inconclusive (per-seed ratios 0.70-0.93 at 3 seeds; small's hint: ~39 seeds): the
+    # same experiment, with the two V1 arms (pretrained and scratch ViT at 25 % labels) on 50 split seeds; one
+    # pretraining as in small. ~21 s of wall per extra seed on 2 cores: ~17 min + the small run; CUDA when present.
     "medium": _COMMON | {
         "n_molecules": 332, "max_heavy_atoms": 8, "img_size": 32, "patch": 8, "dim": 64, "depth": 4, "heads": 4,
-        "pretrain_epochs": 30, "finetune_epochs": 40, "n_points": 1024, "v1_seeds": 100, "device": "auto",
+        "pretrain_epochs": 30, "finetune_epochs": 40, "n_points": 1024, "v1_seeds": 50, "device": "auto",
     },
     # GPU configuration toward the paper (not run in CI): B3LYP/6-31G** densities, exact ESP, 224 px, ViT-B/16.
     # At this scale use `icml26.visioned.scale` (sharded storage, GPU4PySCF, DDP); `run` keeps the same
@@ -219,7 +219,7 @@ def v1_claim(err_pre: Sequence[np.ndarray], err_scratch: Sequence[np.ndarray], *
     extra = (f" ({n_seeds_main} seeds with every arm, {n - n_seeds_main} more with the two V1 arms only)"
              if n_seeds_main is not None and n_seeds_main < n else "")
     more = ("" if d.decided else " Inconclusive here: `icml26 run visioned --scale medium` fits the two V1 arms on "
-            "100 split seeds (about 25 min on 2 cores, on CUDA when present).")
+            "50 split seeds (about 25 min on 2 cores, on CUDA when present).")
     return Claim(
         "V1", "Physics-informed pretraining helps under label scarcity.",
         f"MAE(pretrained) / MAE(scratch), {target}, {frac:.0%} labels, mean over {n} split seeds{extra} "
