@@ -2,7 +2,7 @@
 response (entailment calls of the rule pipeline; all four roles when every role is an LLM, counted with a stub
 generator that answers instantly, i.e. what a served LLM judge would be asked).
 
-    flock /tmp/icml26_heavy.lock .venv/bin/python benchmarks/murgat_throughput.py [--items 100] [--json out.json]
+    flock /tmp/icml26-cpu.lock .venv/bin/python benchmarks/murgat_throughput.py [--items 100] [--json out.json]
 
 Single process, one thread. Responses: the 7 reference responders on `--items` synthetic items (seed 0).
 """

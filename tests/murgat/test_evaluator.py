@@ -291,3 +291,48 @@ def test_evaluator_with_llm_judge_end_to_end():
     j = LLMJudge(lambda m: "YES")
     s = MurgatEvaluator(j, j, j, j).score_response("Reasoning: The man lifts the cup (visual, 0:10).\nAnswer: A", MEDIA)
     assert s.murgat_score == 1.0 and s.n_judge_calls == 1
+
+
+TIMER = Media(30, [], {"visual": [(5, 6, "a lady lifts the mug")], "audio": [(4, 5, "a timer beeps"),
+                                                                           (5, 6, "a timer beeps")]})
+
+
+def test_unreadable_sentences_are_counted_never_dropped():
+    text = "Reasoning: A timer beeps (audio, 0:04-0:06). The woman picks up the cup (visual, 0:05).\nAnswer: A"
+    ev = MurgatEvaluator(RuleVerifiabilityJudge(), RuleDecomposer(), TimelineEntailmentJudge())
+    s = ev.score_response(text, TIMER)
+    # the timer sentence is outside the rule verifier's vocabulary: still counted (verifiable), and reported
+    assert s.n_verifiable == 2 and s.n_covered == 2 and s.sentences[0].verifiable
+    roles = sorted(u["role"] for u in s.unparsed)
+    assert roles == ["entailer", "verifier"] and s.n_unparsed == 2
+    assert all("timer" in u["reason"] for u in s.unparsed) and "timer" in s.sentences[0].unparsed
+    assert s.sentences[0].facts[0].recall == 1.0  # matched literally in the cited (audio) captions
+    assert s.to_dict(trace=False)["n_unparsed"] == 2
+    with pytest.raises(ValueError, match="timer"):
+        MurgatEvaluator(RuleVerifiabilityJudge(), RuleDecomposer(), TimelineEntailmentJudge(),
+                        strict=True).score_response(text, TIMER)
+    old = MurgatEvaluator(RuleVerifiabilityJudge(unknown="unverifiable"), RuleDecomposer(),
+                          TimelineEntailmentJudge()).score_response(text, TIMER)
+    assert old.n_verifiable == 1 and old.n_unparsed == 1 and "unverifiable" in old.unparsed[0]["reason"]
+    with pytest.raises(ValueError, match="unknown"):
+        RuleVerifiabilityJudge(unknown="maybe")
+    with pytest.raises(TypeError, match="strict"):
+        MurgatEvaluator(RuleVerifiabilityJudge(), RuleDecomposer(), TimelineEntailmentJudge(), strict="yes")
+    # a readable response reports nothing
+    assert ev.score_response("The woman picks up the cup (visual, 0:05).", TIMER).n_unparsed == 0
+
+
+def test_unparsed_counts_reach_the_dataset_report():
+    from icml26.murgat import BenchmarkItem, Response
+
+    it = BenchmarkItem("q", TIMER, "What beeps?", ["a timer", "b", "c", "d"], "A", [], "count")
+    ev = MurgatEvaluator(RuleVerifiabilityJudge(), RuleDecomposer(), TimelineEntailmentJudge())
+    rep = ev.score_dataset([it], [Response("q", "m", "Reasoning: A timer beeps (audio, 0:05).\nAnswer: A")])
+    assert rep.means()["n_unparsed"] == 2 and rep.per_model()["m"]["n_unparsed"] == 2
+    assert rep.to_json()[0]["n_unparsed"] == 2
+
+
+def test_learned_verifier_reports_sentences_it_has_no_word_for():
+    j = LogisticVerifiabilityJudge().fit(["The man lifts the cup.", "Therefore the answer is B."], [1, 0])
+    assert j.parse_problem("The man lifts the cup (visual, 0:01).") == ""
+    assert "intercept" in j.parse_problem("Zebras gallop.")

@@ -92,7 +92,7 @@ def test_temporal_functions_valid_or_named_error(a, b):
        st.lists(st.one_of(st.floats(), st.integers(-3, 3)), max_size=8))
 def test_correlate_valid_or_named_error(a, h):
     try:
-        out = correlate(a, h, n_boot=5)
+        out = correlate(a, h, n_boot=50)
     except (ValueError, TypeError) as e:
         assert "auto" in str(e) or "human" in str(e)
     else:

@@ -82,7 +82,7 @@ from icml26.murgat.judges import (
     VerifiabilityJudge,
     parse_yes_no,
 )
-from icml26.murgat.meta import correlate, group_mean_control, paired_bootstrap_ci, system_agreement, within_group_r
+from icml26.murgat.meta import correlate, correlation_interval, group_mean_control, system_agreement, within_group_r
 from icml26.murgat.schema import (
     BenchmarkItem,
     Event,
@@ -111,8 +111,8 @@ __all__ = [
     "MiniLMEmbedder", "parse_yes_no", "FFmpegClipper", "find_ffmpeg", "JsonlCache",
     # evaluator + meta-evaluation
     "MurgatEvaluator", "ResponseScore", "SentenceTrace", "FactTrace", "DatasetReport", "attribute_fact",
-    "aggregate_sentences", "correlate", "within_group_r", "group_mean_control", "system_agreement",
-    "paired_bootstrap_ci",
+    "aggregate_sentences", "correlate", "correlation_interval", "within_group_r", "group_mean_control",
+    "system_agreement",
     # synthetic benchmark, responders, simulated human
     "SyntheticBenchmarkConfig", "WordTables", "RESPONDER_LEXICON", "OBSERVATION_LEXICON",
     "HELDOUT_OBSERVATION_LEXICON", "generate_benchmark", "SimulatedHuman", "OracleResponder",

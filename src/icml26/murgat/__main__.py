@@ -90,7 +90,12 @@ def main(argv: list[str] | None = None) -> int:
     for m, row in report.per_model().items():
         print(f"{m:28s} {row['n']:5d} " + " ".join(f"{row[k]:6.3f}" for k in ("accuracy", "coverage", "precision",
                                                                               "recall", "f1", "murgat_score")))
-    print(json.dumps({"responses": len(report.rows), "seconds": round(report.seconds, 2), "out": args.out}))
+    n_unparsed = sum(r["score"].n_unparsed for r in report.rows)
+    if n_unparsed:  # never a silent drop: say how many texts a judge could not read (listed per response in --out)
+        print(f"warning: {n_unparsed} sentences/facts the judges could not fully read (see 'unparsed' in "
+              f"{args.out})", file=sys.stderr)
+    print(json.dumps({"responses": len(report.rows), "seconds": round(report.seconds, 2), "out": args.out,
+                      "n_unparsed": n_unparsed}))
     return 0
 
 

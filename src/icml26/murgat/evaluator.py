@@ -17,7 +17,10 @@ For a response with sentences R = {r_i} (after optional decontextualization, ste
      P = mean precision(a), R = mean recall(a) over the pooled cited facts; F1 = 2PR / (P + R) (0 if P + R = 0)
      MuRGAt-Score = coverage x F1.
 
-Facts with no citation are excluded from the P/R pools (official behaviour). Judge calls are memoised per
+Facts with no citation are excluded from the P/R pools (official behaviour). A sentence the verifiability judge
+cannot read, or a fact the entailment judge cannot fully read (judges that know a fixed vocabulary say so through
+an optional `parse_problem(text) -> str` method), is never dropped silently: it is listed in
+`ResponseScore.unparsed` (role, text, reason) and counted in `n_unparsed`; `strict=True` raises instead. Judge calls are memoised per
 response on (fact text, set of citations), so ALCE precision costs at most 1 + 2K calls per fact and fewer when
 subsets repeat. `aggregate_sentences` and `attribute_fact` are shared with the simulated human, so both sides use
 the same formula.
@@ -73,6 +76,7 @@ class FactTrace:
     judgments: dict[str, bool | None] = field(default_factory=dict)
     precise: list[bool] = field(default_factory=list)
     iou: float | None = None
+    unparsed: str = ""  # why the entailment judge could not fully read the fact ("" when it could)
 
 
 @dataclass
@@ -81,6 +85,7 @@ class SentenceTrace:
     verifiable: bool
     covered: bool = False
     facts: list[FactTrace] = field(default_factory=list)
+    unparsed: str = ""  # why the verifiability judge could not read the sentence ("" when it could)
 
 
 @dataclass
@@ -99,9 +104,16 @@ class ResponseScore:
     n_judge_calls: int = 0
     mean_iou: float | None = None
     sentences: list[SentenceTrace] = field(default_factory=list)
+    unparsed: list[dict[str, str]] = field(default_factory=list)  # {"role", "text", "reason"} per unread text
+
+    @property
+    def n_unparsed(self) -> int:
+        """Sentences (verifier) and cited facts (entailment judge) that a judge could not fully read."""
+        return len(self.unparsed)
 
     def to_dict(self, trace: bool = True) -> dict[str, Any]:
         d = asdict(self)
+        d["n_unparsed"] = self.n_unparsed
         if not trace:
             d.pop("sentences")
         return d
@@ -194,12 +206,14 @@ class MurgatEvaluator:
             when the markers are absent), after removing <think> blocks.
         strip_mode: how fact text is cleaned of citations before judging ("citations_only" or
             "all_parentheticals", the official cleaner).
+        strict: raise ValueError when a judge cannot read a sentence or a cited fact (default False: such texts
+            are scored as the judge decides and listed in `ResponseScore.unparsed`).
     """
 
     def __init__(self, verifier: VerifiabilityJudge, decomposer: Decomposer, entailer: EntailmentJudge,
                  decontextualizer: Decontextualizer | None = None, precision_mode: str = "alce",
                  allowed_modalities: Iterable[str] | None = DEFAULT_MODALITIES, reasoning_only: bool = True,
-                 strip_mode: str = "citations_only"):
+                 strip_mode: str = "citations_only", strict: bool = False):
         self.verifier = verifier
         self.decomposer = decomposer
         self.entailer = entailer
@@ -208,6 +222,7 @@ class MurgatEvaluator:
         self.allowed_modalities = allowed_modalities
         self.reasoning_only = reasoning_only
         self.strip_mode = strip_mode
+        self.strict = strict
         self._validate()
         self.n_judge_calls = 0
         self._front: dict[tuple, tuple[str, list[tuple[str, bool, list[AtomicFact]]]]] = {}
@@ -216,12 +231,13 @@ class MurgatEvaluator:
         """A copy with another entailment judge that shares this evaluator's steps 1-3 and their memo (ablations
         re-use the decontextualization, verifiability and decomposition of each response)."""
         ev = MurgatEvaluator(self.verifier, self.decomposer, entailer, self.decontextualizer, self.precision_mode,
-                             self.allowed_modalities, self.reasoning_only, self.strip_mode)
+                             self.allowed_modalities, self.reasoning_only, self.strip_mode, self.strict)
         ev._front = self._front
         return ev
 
-    def analyse(self, text: str) -> tuple[str, list[tuple[str, bool, list[AtomicFact]]]]:
-        """Steps 1-3 of one response: (decontextualized body, [(sentence, verifiable, facts)]). Memoised per text
+    def analyse(self, text: str) -> tuple[str, list[tuple[str, bool, list[AtomicFact], str]]]:
+        """Steps 1-3 of one response: (decontextualized body, [(sentence, verifiable, facts, parse problem)]),
+        the parse problem being the verifier's reason for not reading the sentence ("" if it could). Memoised per text
         (judges are assumed deterministic; the memo holds up to 20000 texts and is keyed on the judges' identity and
         fit version, so replacing or refitting a judge is seen)."""
         if not isinstance(text, str):
@@ -240,8 +256,10 @@ class MurgatEvaluator:
             if not isinstance(body, str):
                 raise TypeError(f"decontextualizer.rewrite must return a str, got {type(body).__name__}")
         out = []
+        problem = getattr(self.verifier, "parse_problem", None)
         for sent in split_sentences(body):
             ok = bool(self.verifier.is_verifiable(sent, body))
+            why = str(problem(sent, body) or "") if callable(problem) else ""
             facts: list[AtomicFact] = []
             if ok:
                 facts = self.decomposer.decompose(sent, body)
@@ -252,7 +270,7 @@ class MurgatEvaluator:
                     if not isinstance(fact, AtomicFact):
                         raise TypeError(f"decomposer.decompose must return AtomicFact objects, got "
                                         f"{type(fact).__name__}")
-            out.append((sent, ok, facts))
+            out.append((sent, ok, facts, why))
         if len(self._front) >= 20000:
             self._front.clear()
         self._front[key] = (body, out)
@@ -270,6 +288,8 @@ class MurgatEvaluator:
         check_choice(self.strip_mode, "strip_mode", ("citations_only", "all_parentheticals"))
         if not isinstance(self.reasoning_only, bool):
             raise TypeError(f"reasoning_only must be True or False, got {self.reasoning_only!r}")
+        if not isinstance(self.strict, bool):
+            raise TypeError(f"strict must be True or False, got {self.strict!r}")
         if self.allowed_modalities is not None:
             mods = (self.allowed_modalities,) if isinstance(self.allowed_modalities, str) else \
                 tuple(self.allowed_modalities)
@@ -313,14 +333,22 @@ class MurgatEvaluator:
         calls = 0
         traces: list[SentenceTrace] = []
         ious: list[float] = []
-        for sent, ok, facts in parsed:
-            st = SentenceTrace(sent, ok)
+        unparsed: list[dict[str, str]] = []
+        problem = getattr(self.entailer, "parse_problem", None)
+        for sent, ok, facts, why in parsed:
+            st = SentenceTrace(sent, ok, unparsed=why)
+            if why:
+                self._unparsed(unparsed, "verifier", sent, why)
             if ok:
                 for fact in facts:
                     cites = self._fact_citations(fact, media)
                     ft = FactTrace(fact.text, [c.raw for c in cites])
                     if cites:
                         fact_text = strip_citations(fact.text, self.strip_mode, self.allowed_modalities)
+                        if callable(problem):
+                            ft.unparsed = str(problem(fact_text) or "")
+                            if ft.unparsed:
+                                self._unparsed(unparsed, "entailer", fact_text, ft.unparsed)
                         n_before = [0]
 
                         def judge(subset: tuple[int, ...], _c=cites, _t=fact_text, _n=n_before) -> bool:
@@ -349,7 +377,14 @@ class MurgatEvaluator:
                              f1=agg["f1"], murgat_score=agg["murgat_score"], n_sentences=len(sentences),
                              n_verifiable=int(agg["n_verifiable"]), n_covered=int(agg["n_covered"]),
                              n_facts=int(agg["n_facts"]), n_judge_calls=calls,
-                             mean_iou=float(np.mean(ious)) if ious else None, sentences=traces)
+                             mean_iou=float(np.mean(ious)) if ious else None, sentences=traces, unparsed=unparsed)
+
+    def _unparsed(self, out: list[dict[str, str]], role: str, text: str, reason: str) -> None:
+        if self.strict:
+            judge = self.verifier if role == "verifier" else self.entailer
+            raise ValueError(f"text: the {role} ({type(judge).__name__}) cannot read {text!r}: {reason} "
+                             "(strict=True; pass strict=False to score it and list it in ResponseScore.unparsed)")
+        out.append({"role": role, "text": text, "reason": reason})
 
     def score_dataset(self, items: Sequence[BenchmarkItem], responses: Sequence[Response],
                       progress: str | None = None) -> DatasetReport:
@@ -396,9 +431,10 @@ class DatasetReport:
     def means(self) -> dict[str, float]:
         """Dataset means of the scores and the answer accuracy (NaN when there are no rows)."""
         if not self.rows:
-            return {k: math.nan for k in (*self._METRICS, "accuracy")}
+            return {**{k: math.nan for k in (*self._METRICS, "accuracy")}, "n_unparsed": 0}
         out = {k: float(np.mean([getattr(r["score"], k) for r in self.rows])) for k in self._METRICS}
         out["accuracy"] = float(np.mean([r["correct"] for r in self.rows]))
+        out["n_unparsed"] = int(sum(r["score"].n_unparsed for r in self.rows))  # texts a judge could not read
         return out
 
     def per_model(self) -> dict[str, dict[str, float]]:

@@ -223,8 +223,10 @@ slowly carefully briefly gently suddenly out up down off heard hear hears seen s
 clip audio footage scene frame camera visible audible noise sound sounds loud quiet background another other
 his her he she him hers himself herself every each some any very around about across toward towards behind
 short while same instant meanwhile moments seconds second immediately soon thereafter words word screen
-shortly afterward once
+shortly afterward once more line lines
 """.split())
+# "more" ("once more") is a connective like "again"; "line" ('The line "..." is spoken') names the quoted words
+# themselves, like "words": neither is something the media must show.
 
 _TOKEN = re.compile(r"[a-z0-9']+")
 _QUOTE = re.compile(r"[\"\u201c\u201d]([^\"\u201c\u201d]+)[\"\u201c\u201d]")
@@ -391,21 +393,52 @@ _NO_CUES = re.compile(
 
 class RuleVerifiabilityJudge:
     """YES iff the sentence (citations removed) names checkable content (a lexicon concept or quoted speech) and
-    has no reasoning/metadata/general-knowledge cue ("answer", "option", "therefore", "usually", ...)."""
+    has no reasoning/metadata/general-knowledge cue ("answer", "option", "therefore", "usually", ...).
 
-    def __init__(self, cache: MutableMapping | None = None):
+    A sentence with content words but none the lexicon knows and no cue ("A timer beeps.") cannot be parsed: by
+    default (`unknown="verifiable"`) it counts as a checkable claim, so it is never dropped from coverage without
+    a word; `parse_problem(sentence)` says why, and the evaluator reports it per response (`unknown="unverifiable"`
+    restores the lexicon-only rule).
+    """
+
+    def __init__(self, cache: MutableMapping | None = None, unknown: str = "verifiable"):
         self.cache = _check_cache(cache)
+        self.unknown = unknown
+        self._check()
+
+    def _check(self) -> None:
+        if self.unknown not in ("verifiable", "unverifiable"):
+            raise ValueError(f"unknown must be 'verifiable' or 'unverifiable', got {self.unknown!r}")
+
+    def _classify(self, text: str) -> str:
+        """"yes", "no" or "unknown" (content words, none in the lexicon, no cue) for a stripped sentence."""
+        if _NO_CUES.search(text):
+            return "no"
+        a = _DEFAULT_LEXICON.analyse(text)
+        if a.concepts or a.quotes:
+            return "yes"
+        return "unknown" if a.literals else "no"
+
+    def parse_problem(self, sentence: str, context: str = "") -> str:
+        """"" when the judge can read the sentence, else why not (the words it does not know)."""
+        text = strip_citations(_check_text(sentence, "sentence"))
+        if self._classify(text) != "unknown":
+            return ""
+        words = ", ".join(sorted(_DEFAULT_LEXICON.analyse(text).literals))
+        return f"no word in the verifier's lexicon ({words}): counted as {self.unknown}"
 
     def is_verifiable(self, sentence: str, context: str = "") -> bool:
         _check_text(sentence, "sentence")
         _check_text(context, "context")
+        self._check()
         text = strip_citations(sentence)
-        if self.cache is not None and ("rv:" + text) in self.cache:
-            return bool(self.cache["rv:" + text])
-        a = _DEFAULT_LEXICON.analyse(text)
-        out = bool((a.concepts or a.quotes) and not _NO_CUES.search(text))
+        key = f"rv:{self.unknown}:{text}"
+        if self.cache is not None and key in self.cache:
+            return bool(self.cache[key])
+        c = self._classify(text)
+        out = c == "yes" or (c == "unknown" and self.unknown == "verifiable")
         if self.cache is not None:
-            self.cache["rv:" + text] = out
+            self.cache[key] = out
         return out
 
 
@@ -516,6 +549,19 @@ class LogisticVerifiabilityJudge:
         else:
             z = b
         return 1.0 / (1.0 + math.exp(-z))
+
+    def parse_problem(self, sentence: str, context: str = "") -> str:
+        """"" when at least one word n-gram of the sentence was seen in training, else why not (the decision then
+        comes from the intercept alone)."""
+        _check_text(sentence, "sentence")
+        if self.pipeline_ is None:
+            raise ValueError("LogisticVerifiabilityJudge is not fitted: call fit(sentences, labels) first")
+        text = strip_citations(sentence)
+        vec = self.pipeline_[0]
+        toks = vec.build_analyzer()(text)
+        if not toks or any(t in vec.vocabulary_ for t in toks):
+            return ""
+        return "no word seen in training: decided by the intercept alone"
 
     def predict(self, sentences: Sequence[str]) -> np.ndarray:
         """Boolean verifiability per sentence."""
@@ -917,6 +963,11 @@ class TimelineEntailmentJudge(_RuleParams):
         speech = {c for c in a.concepts if self._lex.modality.get(c) == "speech"}
         fig = {c for c in a.concepts if self._lex.modality.get(c) == "figure"}
         reqs: list[_Requirement] = []
+        if fig and speech and not vis:
+            speech = set()  # 'The slide says "..."': a text that "says" something is read, not heard
+        if not (vis or aud or speech or fig or a.quotes):
+            # nothing the lexicon knows: match the literal words in whichever modality the fact cites
+            return [_Requirement("*", frozenset(), frozenset(a.literals))] if a.literals else []
         quotes_audio = a.quotes if (speech or not fig) else ()
         if speech:
             if vis:
@@ -987,7 +1038,25 @@ class TimelineEntailmentJudge(_RuleParams):
             self.cache[ckey] = out
         return out
 
+    def parse_problem(self, fact_text: str) -> str:
+        """Why this judge cannot fully read `fact_text` ("" when every content word is in its lexicon): a fact
+        with words outside the lexicon is judged by matching those words literally in the captions, and a fact
+        with no known word at all in whichever modality it cites. The evaluator reports these per response."""
+        a = self._analyse(_check_text(fact_text, "fact_text"))
+        if not (a.concepts or a.quotes or a.literals):
+            return "nothing checkable: no content word"
+        if not a.literals:
+            return ""
+        words = ", ".join(sorted(a.literals))
+        if not (a.concepts or a.quotes):
+            return f"no word in the judge's lexicon ({words}): matched literally in the cited modalities"
+        return f"words outside the judge's lexicon ({words}): matched literally"
+
     def _req_supported(self, req: _Requirement, cites: Sequence[Citation], media: Media) -> bool:
+        if req.modality == "*":
+            mods = dict.fromkeys(c.modality for c in cites if c.valid)
+            return any(self._req_supported(_Requirement(m, req.concepts, req.literals, req.quotes), cites, media)
+                       for m in mods)
         mine = [c for c in cites if c.valid and c.modality == req.modality]
         if not mine:
             return False

@@ -1,13 +1,15 @@
 """Meta-evaluation (spec §2.3 step 6, review notes 1 and 3): how well automatic scores track human scores.
 
-- `correlate(auto, human)`: response-level Pearson / Spearman / Kendall with percentile bootstrap CIs.
+- `correlate(auto, human)`: response-level Pearson / Spearman / Kendall with paired bootstrap CIs
+  (`icml26.common.stats.bootstrap_interval`, scipy's bootstrap; `correlation_interval` returns the `Interval`).
 - `within_group_r(auto, human, groups)`: Pearson r after centring both by their group (responder) mean, pooled
   over groups: it measures whether the evaluator tracks differences BETWEEN responses of the same system, which the
   pooled r mostly does not (between-system gaps carry it; review note 1).
 - `group_mean_control(human, groups)`: the "responder-mean" control: every response scored by its group's mean
   human score (judging no content).
 - `system_agreement(auto_by_model, human_by_model)`: Kendall tau over systems with the discordant pairs listed.
-- `paired_bootstrap_ci(stat, n, ...)`: percentile CI of any statistic of resampled indices.
+
+Intervals and verdicts come from `icml26.common.stats` (this module has no resampling of its own).
 
 Undefined correlations (a constant input) are NaN, never a number that looks informative.
 """
@@ -15,17 +17,17 @@ Undefined correlations (a constant input) are NaN, never a number that looks inf
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 from scipy import stats
 
+from icml26.common import stats as _stats
 from icml26.common.validation import check_array, check_float, check_int, check_seed
 
-__all__ = ["correlate", "within_group_r", "within_r_codes", "group_mean_control", "system_agreement",
-           "paired_bootstrap_ci",
-           "METHODS"]
+__all__ = ["correlate", "correlation_interval", "within_group_r", "within_r_codes", "group_mean_control",
+           "system_agreement", "METHODS"]
 
 METHODS = ("pearson", "spearman", "kendall")
 
@@ -55,10 +57,11 @@ def correlate(auto: Sequence[float], human: Sequence[float], methods: Sequence[s
     Args:
         auto, human: 1-D arrays/lists of equal length >= 3, finite.
         methods: any of "pearson", "spearman", "kendall".
-        n_boot: bootstrap resamples (0 skips the CIs: they are NaN).
+        n_boot: bootstrap resamples (0 skips the CIs: they are NaN; otherwise >= 50).
         seed: bootstrap seed. level: CI level in (0, 1).
     Returns:
-        method -> {"r", "ci_low", "ci_high", "n"}.
+        method -> {"r", "ci_low", "ci_high", "n"} (paired BCa bootstrap over responses; NaN bounds when r is
+        undefined, e.g. a constant input).
     """
     a, h = _pair(auto, human)
     if isinstance(methods, str):
@@ -70,17 +73,32 @@ def correlate(auto: Sequence[float], human: Sequence[float], methods: Sequence[s
         if m not in METHODS:
             raise ValueError(f"methods must be among {METHODS}, got {m!r}")
     n_boot = check_int(n_boot, "n_boot", min=0)
+    if 0 < n_boot < 50:
+        raise ValueError(f"n_boot must be 0 (no CIs) or >= 50, got {n_boot}")
     level = check_float(level, "level", min=0.0, max=1.0, min_open=True, max_open=True)
-    rng = np.random.default_rng(check_seed(seed))
+    seed = check_seed(seed)
     out = {}
-    idx = [rng.integers(0, len(a), len(a)) for _ in range(n_boot)]
     for m in methods:
         r = _corr(a, h, m)
-        boots = np.array([_corr(a[i], h[i], m) for i in idx]) if n_boot else np.array([])
-        boots = boots[np.isfinite(boots)]
-        lo, hi = (np.quantile(boots, [(1 - level) / 2, (1 + level) / 2]) if len(boots) else (math.nan, math.nan))
+        lo = hi = math.nan
+        if n_boot and math.isfinite(r):
+            iv = correlation_interval(a, h, m, n_boot=n_boot, seed=seed, level=level)
+            if math.isfinite(iv.low) and math.isfinite(iv.high):
+                lo, hi = iv.low, iv.high
         out[m] = {"r": r, "ci_low": float(lo), "ci_high": float(hi), "n": int(len(a))}
     return out
+
+
+def correlation_interval(auto: Sequence[float], human: Sequence[float], method: str = "pearson", *,
+                         n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> _stats.Interval:
+    """Paired bootstrap `Interval` of the correlation of auto vs human scores (responses resampled together),
+    for `icml26.common.stats.decide`."""
+    a, h = _pair(auto, human)
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    # BCa for the smooth Pearson r; percentile for the rank statistics (their jackknife is unstable with ties)
+    return _stats.bootstrap_interval((a, h), lambda x, y: _corr(x, y, method), paired=True, n_resamples=n_boot,
+                                     seed=seed, level=level, method="BCa" if method == "pearson" else "percentile")
 
 
 def _groups(groups: Any, n: int) -> np.ndarray:
@@ -160,28 +178,3 @@ def system_agreement(auto_by_model: Mapping[str, float], human_by_model: Mapping
             "spearman": _corr(a, h, "spearman"), "n_models": len(models), "discordant_pairs": disc,
             "auto_rank": [models[i] for i in np.argsort(-a, kind="stable")],
             "human_rank": [models[i] for i in np.argsort(-h, kind="stable")]}
-
-
-def paired_bootstrap_ci(stat: Callable[[np.ndarray], float], n: int, n_boot: int = 1000, seed: int = 0,
-                        level: float = 0.95, groups: Sequence[Any] | None = None) -> tuple[float, float]:
-    """Percentile CI of `stat(indices)` over bootstrap resamples of range(n) (stratified by `groups` if given)."""
-    if not callable(stat):
-        raise TypeError("stat must be callable (indices -> float)")
-    n = check_int(n, "n", min=1)
-    n_boot = check_int(n_boot, "n_boot", min=1)
-    level = check_float(level, "level", min=0.0, max=1.0, min_open=True, max_open=True)
-    rng = np.random.default_rng(check_seed(seed))
-    strata = [np.arange(n)]
-    if groups is not None:
-        g = _groups(groups, n)
-        strata = [np.flatnonzero(g == lab) for lab in dict.fromkeys(g.tolist())]
-    vals = []
-    for _ in range(n_boot):
-        idx = np.concatenate([s[rng.integers(0, len(s), len(s))] for s in strata])
-        v = stat(idx)
-        if np.isfinite(v):
-            vals.append(v)
-    if not vals:
-        return (math.nan, math.nan)
-    lo, hi = np.quantile(vals, [(1 - level) / 2, (1 + level) / 2])
-    return float(lo), float(hi)

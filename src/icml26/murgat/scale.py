@@ -19,6 +19,7 @@ and never imports experiment.py.
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from collections.abc import Callable
@@ -27,7 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from icml26.common.validation import check_choice, check_int, check_seed
+from icml26.common import stats
+from icml26.common.validation import check_choice, check_int, check_seed, require_keys
 from icml26.results import Claim, Result
 
 __all__ = ["validate_paper_config", "run_paper", "cached_generate", "PAPER_KEYS"]
@@ -39,9 +41,7 @@ PAPER_KEYS = ("bench_path", "responses_path", "human_path", "out_dir", "responde
 
 def validate_paper_config(config: dict[str, Any]) -> None:
     """Raise ValueError/TypeError naming the first bad key of a paper-scale config."""
-    missing = [k for k in PAPER_KEYS if k not in config]
-    if missing:
-        raise ValueError(f"config is missing {missing}")
+    require_keys(config, PAPER_KEYS, optional=("scale", "seed"))
     check_seed(config.get("seed", 0), "seed")
     for k in ("bench_path", "responses_path", "human_path", "out_dir", "responder_url", "responder_model",
               "judge_url", "judge_model", "entail_url", "entail_model", "api_key_env", "cache_path", "clip_dir"):
@@ -57,7 +57,9 @@ def validate_paper_config(config: dict[str, Any]) -> None:
     check_int(config["n_parallel"], "n_parallel", min=1)
     check_int(config["max_tokens"], "max_tokens", min=1)
     check_int(config["max_items"], "max_items", min=0)
-    check_int(config["n_boot"], "n_boot", min=0)
+    n_boot = check_int(config["n_boot"], "n_boot", min=0)
+    if 0 < n_boot < 50:
+        raise ValueError(f"n_boot must be 0 (no intervals) or >= 50, got {n_boot}")
     check_choice(config["precision_mode"], "precision_mode", ("alce", "individual"))
 
 
@@ -137,7 +139,9 @@ def run_paper(config: dict[str, Any], *, responder_fn: Callable | None = None, j
     claims = [Claim(
         id="P1", statement="Answer accuracy and attribution quality are decoupled across generation settings.",
         metric="per model/style: answer accuracy and mean MuRGAt-Score", measured=per_model,
-        threshold="report only", held=bool(per_model), gate=False,
+        threshold="report only", kind="report",
+        decision=stats.measured(float(np.mean([r["score"].murgat_score for r in rows])) if rows else math.nan,
+                                label="mean MuRGAt-Score"),
         details="Compare the settings (base/cited/posthoc/program) of the served model: the paper finds correct "
                 "answers with poor citations and program-style grounding raising the score while lowering accuracy.",
         paper="program-style grounding ≈ +9.6 MuRGAt-Score on average, lower accuracy (secondary summaries)")]
@@ -145,7 +149,7 @@ def run_paper(config: dict[str, Any], *, responder_fn: Callable | None = None, j
                                "judge_calls_made": text_judge.n_calls + mm_judge.n_calls,
                                "clips_cut": clipper.n_cuts if clipper else 0}
     if config["human_path"]:
-        from icml26.murgat.meta import correlate, system_agreement, within_group_r
+        from icml26.murgat.meta import correlate, correlation_interval, system_agreement, within_group_r
 
         human = {(h["item_id"], h["model"]): h for h in load_jsonl(config["human_path"])}
         pairs = [(r, human[(r["item_id"], r["model"])]) for r in rows if (r["item_id"], r["model"]) in human]
@@ -154,6 +158,11 @@ def run_paper(config: dict[str, Any], *, responder_fn: Callable | None = None, j
             h = np.array([float(x["murgat_score"]) for _, x in pairs])
             g = [r["model"] for r, _ in pairs]
             c = correlate(a, h, n_boot=int(config["n_boot"]), seed=int(config.get("seed", 0)))
+            if int(config["n_boot"]):
+                iv = correlation_interval(a, h, n_boot=int(config["n_boot"]), seed=int(config.get("seed", 0)))
+            else:  # no resampling asked for: no interval, so the gate cannot be decided
+                iv = stats.Interval(-math.inf, math.inf, method="none", n=len(a), unit="responses")
+            dec = stats.decide(float(c["pearson"]["r"]), iv, 0.75, ">=", label="Pearson r >= 0.75")
             models = sorted(set(g))
             sa = system_agreement({m: float(a[np.array(g) == m].mean()) for m in models},
                                   {m: float(h[np.array(g) == m].mean()) for m in models}) if len(models) > 1 else {}
@@ -162,8 +171,8 @@ def run_paper(config: dict[str, Any], *, responder_fn: Callable | None = None, j
             claims.append(Claim(
                 id="P2", statement="The automatic MuRGAt-Score correlates with human judgments.",
                 metric="response-level Pearson r, automatic vs human MuRGAt-Score", measured=c["pearson"],
-                threshold=">= 0.75", held=bool(c["pearson"]["r"] >= 0.75), gate=True,
-                details=f"{len(pairs)} responses with human scores; within-model r "
+                threshold=">= 0.75", decision=dec, kind="gate",
+                details=f"{dec.text()} {len(pairs)} responses with human scores; within-model r "
                         f"{metrics['human_agreement']['within_model_r']:.3f}; system agreement {sa}",
                 paper="Pearson r ≈ 0.84-0.86 (secondary summaries)"))
     res = Result(slug="murgat", scale="paper", config=dict(config), metrics=metrics, claims=claims,
