@@ -26,18 +26,28 @@ def smoke():
 def test_smoke_run_result(smoke):
     ids = {c.id for c in smoke.claims}
     assert ids == {"C1-opening_hours", "C1-closure", "C1-busyness", "C1-function", "C1-price", "C2", "C3", "C3-zero",
-                   "S1"}
+                   "S1", "W1", "R-closure"}
     gates = {c.id for c in smoke.claims if c.gate}
     assert gates == {"C1-opening_hours", "C1-closure", "C1-busyness", "C1-function", "C2", "C3"}
+    assert {c.id for c in smoke.claims if c.kind == "sanity"} == {"S1", "W1", "C3-zero"}
+    assert all(c.verdict in ("held", "not held", "inconclusive") and c.decision.text() in c.details
+               for c in smoke.claims)
     m = smoke.metrics
     assert m["world"] == "synthetic" and m["n_poi"] == 150 and m["n_visits"] > 500
     for task in ("opening_hours", "closure", "busyness", "price", "function"):
-        assert set(m["scores"][task]) >= {"text", "poi", "both", "poi_lambda0", "random", "hand"}
+        assert set(m["scores"][task]) >= {"category", "minilm", "poi", "category+poi", "minilm+poi"}
         assert all(len(v) == 2 for v in m["scores"][task].values())
+        assert all(set(f) == {"mlp", "linear"} for f in m["probe_by_family"][task].values())
+        assert m["text_control_chosen"][task] in ("category", "minilm")
+    assert set(m["scores"]["busyness"]) >= {"poi_lambda0", "random", "hand"}
     c3 = next(c for c in smoke.claims if c.id == "C3")
-    assert c3.measured["n_sparse"] == m["n_sparse_1_5"] and len(c3.per_seed) == 2
-    assert set(smoke._pending_figures) == {"map_mepoi", "scores"}
+    assert c3.measured["n_sparse"] == m["n_sparse_1_5"] and "ceiling_mae" in c3.measured
+    assert set(smoke._pending_figures) == {"map_mepoi", "scores", "loss_curves"}
     assert m["performance"]["encode_visits_per_s"] > 0 and m["performance"]["epoch_s"] > 0
+    for tag, t in m["training"].items():  # convergence is recorded: epochs used, budget from the step budget
+        assert 1 <= t["epochs_run"] <= t["max_epochs"] and t["best_epoch"] < t["epochs_run"]
+        assert "val_cl" in m["loss_history"][tag][0]
+    assert m["prior_spread"]["kl_anchor_curves_to_mean"] > 0
 
 
 def test_validate_config_rejects_bad_values():
@@ -46,14 +56,30 @@ def test_validate_config_rejects_bad_values():
     for key, val, err in [("seeds", [0, 0], ValueError), ("seeds", 3, TypeError), ("world", "mars", ValueError),
                           ("d", 30, ValueError), ("window", 2.5, ValueError), ("tau", float("nan"), ValueError),
                           ("text_encoder", "bert", ValueError), ("n_boot", -1, ValueError),
-                          ("sigmas_km", [], TypeError), ("world", "parquet", ValueError)]:
+                          ("sigmas_km", [], TypeError), ("world", "parquet", ValueError),
+                          ("max_steps", 0, ValueError), ("val_fraction", 0.9, ValueError),
+                          ("device", "tpu", ValueError)]:
         with pytest.raises(err, match=key if key != "d" else "heads"):
             X.validate_config({**good, key: val})
     with pytest.raises(ValueError, match="text_model"):
         X.validate_config({**good, "text_encoder": "st", "text_model": ""})
-    assert set(X.CONFIGS) == {"smoke", "small", "paper"}
+    with pytest.raises(ValueError, match="max_step"):  # a typo'd key fails before any compute
+        X.validate_config({**good, "max_step": 10})
+    assert set(X.CONFIGS) == {"smoke", "small", "medium", "paper"}
+    for name, cfg in X.CONFIGS.items():
+        X.validate_config({**cfg, "scale": name})
     assert all(k in X.CONFIG_HELP for cfg in X.CONFIGS.values() for k in cfg)
-    assert X.EXPECTED_RUNTIME_S["small"] <= 300
+    assert X.EXPECTED_RUNTIME_S["small"] <= 300 and X.EXPECTED_RUNTIME_S["medium"] <= 1800
+
+
+def test_medium_at_toy_size_trains_one_pair_per_seed():
+    cfg = {**X.CONFIGS["medium"], "world": "synthetic", "n_poi": 80, "n_agents": 30, "weeks": 1, "seeds": [0, 1],
+           "text_encoder": "hashing", "d": 8, "layers": 1, "heads": 2, "ffn": 16, "window": 6, "max_steps": 8,
+           "min_visits": 5, "batch_size": 32, "prior_batch": 8, "workers": 1, "n_boot": 50, "probe_hidden": 8,
+           "probe_max_epochs": 2, "probe_patience": 1, "scale": "medium"}
+    res = X.run(cfg)
+    assert set(res.metrics["training"]) == {"lambda1_seed0", "lambda0_seed0", "lambda1_seed1", "lambda0_seed1"}
+    assert res.scale == "medium" and all(c.verdict in ("held", "not held", "inconclusive") for c in res.claims)
 
 
 def test_paper_config_file_matches():

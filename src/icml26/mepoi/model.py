@@ -15,7 +15,10 @@ Losses, per batch of visit windows (B x W, padding masked):
 
 `L = L_CL + lambda_kl L_KL + lambda_anchor L_anchor + lambda_align L_align` (lambda_kl = 1). Training as released:
 Adafactor (`torch.optim.Adafactor` defaults) or AdamW, early stopping on the training loss (patience 10), the
-best epoch's weights kept. The ME-POI representation is z_p = E_p (`MEPOITrainer.embeddings_`).
+best epoch's weights kept. With `val_fraction > 0` a random share of the visit windows is held out and early
+stopping watches their contrastive loss instead (the CPU reproduction: training runs until the held-out loss
+flattens); with `max_steps` the epoch budget follows optimizer steps (`ceil(max_steps / steps per epoch)`), so a
+city with fewer visits gets more epochs, not fewer updates. The ME-POI representation is z_p = E_p (`MEPOITrainer.embeddings_`).
 """
 
 from __future__ import annotations
@@ -151,10 +154,15 @@ class MEPOITrainer(BaseEstimator):
         prior_batch: sparse POIs sampled per step for the KL term (0 = only the batch's own sparse POIs).
         epochs, batch_size (windows per step), optimizer ("adafactor" | "adamw"), lr (None: Adafactor's default
             1e-2, AdamW 1e-3), weight_decay (AdamW; Adafactor keeps its default), patience (epochs without a lower
-            training loss before stopping; 0 disables), tz (time zone for datetimes), seed, device, progress
+            monitored loss before stopping; 0 disables), tz (time zone for datetimes), seed, device, progress
             (tqdm bar).
+        val_fraction: share of the visit windows held out for early stopping (0: watch the training loss, as
+            released). max_steps: optimizer-step budget; when given the epoch budget is
+            `ceil(max_steps / steps_per_epoch)` and `epochs` is ignored. min_delta: the smallest decrease of the
+            monitored loss that counts as an improvement.
     Fitted attributes: `embeddings_` (n_poi, d) float32, `poi_ids_`, `priors_`, `model_`, `history_` (per-epoch
-    losses), `n_windows_`, `n_dropped_visits_`, `epoch_time_s_` (mean seconds per epoch), `visits_per_s_`
+    losses; `val_cl` / `val_loss` with a held-out split), `epochs_run_`, `best_epoch_` (0-based, the weights
+    kept), `max_epochs_` (the budget), `stopped_early_`, `steps_run_`, `n_windows_`, `n_dropped_visits_`, `epoch_time_s_` (mean seconds per epoch), `visits_per_s_`
     (training throughput, real visits per second).
     """
 
@@ -166,7 +174,8 @@ class MEPOITrainer(BaseEstimator):
                  epochs: int = 50, batch_size: int = 128, optimizer: str = "adafactor", lr: float | None = None,
                  weight_decay: float = 0.01, patience: int = 10, embedding_init_std: float = 1.0,
                  absolute_time_days: float = 365.0, tz: str | None = None, seed: int = 42, device: str = "cpu",
-                 progress: bool = False):
+                 progress: bool = False, val_fraction: float = 0.0, max_steps: int | None = None,
+                 min_delta: float = 1e-4):
         self.d, self.layers, self.heads, self.ffn, self.dropout = d, layers, heads, ffn, dropout
         self.window, self.keep_tail, self.tau, self.lambda_kl = window, keep_tail, tau, lambda_kl
         self.lambda_anchor, self.lambda_align, self.use_absolute_time = lambda_anchor, lambda_align, use_absolute_time
@@ -176,6 +185,7 @@ class MEPOITrainer(BaseEstimator):
         self.weight_decay, self.patience, self.tz, self.seed = weight_decay, patience, tz, seed
         self.embedding_init_std, self.absolute_time_days = embedding_init_std, absolute_time_days
         self.device, self.progress = device, progress
+        self.val_fraction, self.max_steps, self.min_delta = val_fraction, max_steps, min_delta
         self._check_params()
 
     # ------------------------------------------------------------------------------------------ validation
@@ -205,6 +215,9 @@ class MEPOITrainer(BaseEstimator):
             "absolute_time_days": check_float(self.absolute_time_days, "absolute_time_days", min=0, min_open=True),
             "seed": check_seed(self.seed),
             "progress": check_bool(self.progress, "progress"),
+            "val_fraction": check_float(self.val_fraction, "val_fraction", min=0, max=0.5),
+            "max_steps": None if self.max_steps is None else check_int(self.max_steps, "max_steps", min=1),
+            "min_delta": check_float(self.min_delta, "min_delta", min=0),
         }
         if p["d"] % p["heads"]:
             raise ValueError(f"d ({p['d']}) must be divisible by heads ({p['heads']})")
@@ -284,22 +297,37 @@ class MEPOITrainer(BaseEstimator):
         model.to(device)
         opt = make_optimizer(model, p["optimizer"], p["lr"], p["weight_decay"])
         sparse_ids = np.flatnonzero(~priors.is_anchor)
-        n_real = int(win.mask.sum())
+        train_idx, val_idx = win.index, win.index[:0]
+        if p["val_fraction"] > 0:
+            # held-out windows from a separate stream, so the training draws match a run without a split
+            perm = np.random.default_rng([p["seed"], 7]).permutation(len(win))
+            n_val = int(round(p["val_fraction"] * len(win)))
+            if n_val < 1 or n_val >= len(win):
+                raise ValueError(f"val_fraction={p['val_fraction']} leaves no validation or no training window "
+                                 f"out of {len(win)}")
+            val_idx, train_idx = win.index[perm[:n_val]], win.index[np.sort(perm[n_val:])]
+        n_real = int((train_idx >= 0).sum())
+        steps_per_epoch = math.ceil(len(train_idx) / p["batch_size"])
+        max_epochs = p["epochs"] if p["max_steps"] is None else max(1, math.ceil(p["max_steps"] / steps_per_epoch))
+        monitor = "val_cl" if len(val_idx) else "loss"
         history: list[dict[str, float]] = []
-        best, best_state, bad, t_epochs = math.inf, None, 0, []
+        best, best_state, bad, t_epochs, best_epoch = math.inf, None, 0, [], 0
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=p["epochs"], desc="ME-POI", disable=not p["progress"], leave=False)
-        for epoch in range(p["epochs"]):
+        bar = tqdm(total=max_epochs, desc="ME-POI", disable=not p["progress"], leave=False)
+        for epoch in range(max_epochs):
             t0 = time.perf_counter()
-            sums = train_epoch(model, opt, feats, win.index, p["batch_size"], sparse_ids, p["prior_batch"], rng,
+            sums = train_epoch(model, opt, feats, train_idx, p["batch_size"], sparse_ids, p["prior_batch"], rng,
                                device)
             t_epochs.append(time.perf_counter() - t0)
+            if len(val_idx):
+                sums.update({f"val_{k}": v for k, v in eval_loss(model, feats, val_idx, p["batch_size"],
+                                                                 device).items()})
             history.append({"epoch": epoch, **sums, "time_s": t_epochs[-1]})
             bar.update()
-            bar.set_postfix(loss=f"{sums['loss']:.3f}")
-            if sums["loss"] < best - 1e-6:
-                best, bad = sums["loss"], 0
+            bar.set_postfix(loss=f"{sums[monitor]:.3f}")
+            if sums[monitor] < best - p["min_delta"]:
+                best, bad, best_epoch = sums[monitor], 0, epoch
                 best_state = copy.deepcopy(model.state_dict())
             else:
                 bad += 1
@@ -315,6 +343,12 @@ class MEPOITrainer(BaseEstimator):
         self.priors_ = priors
         self.history_ = history
         self.n_windows_ = len(win)
+        self.n_val_windows_ = len(val_idx)
+        self.epochs_run_ = len(history)
+        self.best_epoch_ = best_epoch
+        self.max_epochs_ = max_epochs
+        self.stopped_early_ = len(history) < max_epochs
+        self.steps_run_ = len(history) * steps_per_epoch
         self.n_dropped_visits_ = win.n_dropped
         self.epoch_time_s_ = float(np.mean(t_epochs))
         self.visits_per_s_ = float(n_real / max(np.mean(t_epochs), 1e-9))
@@ -397,6 +431,22 @@ def make_optimizer(model: nn.Module, name: str, lr: float | None, weight_decay: 
     if name == "adafactor":
         return torch.optim.Adafactor(model.parameters(), **({} if lr is None else {"lr": lr}))
     return torch.optim.AdamW(model.parameters(), lr=1e-3 if lr is None else lr, weight_decay=weight_decay)
+
+
+@torch.no_grad()
+def eval_loss(model: nn.Module, feats: dict[str, np.ndarray], windows: np.ndarray, batch_size: int,
+              device: torch.device) -> dict[str, float]:
+    """Mean losses over held-out windows in eval mode, fixed batches in their given order (deterministic)."""
+    model.eval()
+    sums: dict[str, float] = {}
+    n = 0
+    for i in range(0, len(windows), batch_size):
+        out = model({k: v.to(device) for k, v in gather_batch(feats, windows[i:i + batch_size]).items()})
+        for k, v in out.items():
+            sums[k] = sums.get(k, 0.0) + float(v)
+        n += 1
+    model.train()
+    return {k: v / max(n, 1) for k, v in sums.items()}
 
 
 def train_epoch(model: nn.Module, opt: torch.optim.Optimizer, feats: dict[str, np.ndarray], windows: np.ndarray,

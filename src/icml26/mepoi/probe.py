@@ -59,10 +59,13 @@ def _spec(task: Any, kind: Any) -> TaskSpec:
 
 
 class _Net(nn.Module):
-    def __init__(self, modality: str, d_text: int, d_poi: int, out: int, hidden: int, dropout: float):
+    def __init__(self, modality: str, d_text: int, d_poi: int, out: int, hidden: int, dropout: float,
+                 architecture: str = "mlp"):
         super().__init__()
-        self.modality = modality
-        if modality == "text":
+        self.modality, self.architecture = modality, architecture
+        if architecture == "linear":  # logistic / linear probe on the concatenated inputs
+            self.head = nn.Linear({"text": d_text, "poi": d_poi, "both": d_text + d_poi}[modality], out)
+        elif modality == "text":
             self.head = nn.Sequential(nn.Linear(d_text, hidden), nn.ReLU(), nn.Linear(hidden, out))
         elif modality == "poi":
             self.head = nn.Sequential(nn.Linear(d_poi, hidden), nn.ReLU(), nn.Dropout(dropout), nn.Linear(hidden, out))
@@ -73,6 +76,8 @@ class _Net(nn.Module):
             self.head = nn.Sequential(nn.Linear(2 * hidden, hidden), nn.ReLU(), nn.Linear(hidden, out))
 
     def forward(self, t: torch.Tensor | None, p: torch.Tensor | None) -> torch.Tensor:
+        if self.architecture == "linear":
+            return self.head(torch.cat([x for x in (p, t) if x is not None], dim=1))
         if self.modality == "text":
             return self.head(t)
         if self.modality == "poi":
@@ -116,8 +121,8 @@ def task_metrics(kind: str, y: np.ndarray, prob: np.ndarray, threshold: Any = 0.
     """All metrics of a task kind: y (n,) or (n, k) labels, prob (n,) / (n, k) probabilities (multiclass: (n, C)).
 
     multilabel: macro AUROC over the columns with both classes, macro F1; binary: AUROC, AUPRC, F1; profile:
-XX
-    zero_division=0)."""
+    MAE and mean cosine similarity; multiclass: accuracy and macro F1 over the classes present (F1 of a class
+    never predicted nor present is skipped, like scikit-learn's zero_division=0)."""
     check_choice(kind, "kind", tuple(KINDS))
     y = np.asarray(y)
     if kind == "profile":
@@ -157,6 +162,8 @@ class EmbedProbe(BaseEstimator):
         modality: "text", "poi" or "both". task: one of `TASKS` (or use `kind`). kind: task kind for a custom task.
         hidden: MLP width (paper 256, CPU 128). dropout: on the POI branch (0.5). lr (1e-3), weight_decay (1e-10),
         max_epochs (200), patience (10, on the validation loss), batch_size (64), standardize (True), seed.
+        architecture: "mlp" (the released EmbedTuner, default) or "linear" (a logistic / linear probe on the
+            concatenated inputs: the sigmoid/softmax of one linear layer, same losses and early stopping).
     `X` is a dict {"text": (n, d_text), "poi": (n, d_poi)} (lists read as arrays), or for a one-modality probe
     the array itself. Labels: opening_hours (n, 168) 0/1, closure (n,) 0/1, busyness (n, 24) in [0, 1],
     price / function (n,) class ints. Without `X_val`, 20 % of the training rows are held out for early stopping
@@ -166,11 +173,11 @@ class EmbedProbe(BaseEstimator):
     def __init__(self, modality: str = "both", task: str = "function", *, kind: str | None = None,
                  hidden: int = 128, dropout: float = 0.5, lr: float = 1e-3, weight_decay: float = 1e-10,
                  max_epochs: int = 200, patience: int = 10, batch_size: int = 64, standardize: bool = True,
-                 seed: int = 0):
+                 seed: int = 0, architecture: str = "mlp"):
         self.modality, self.task, self.kind = modality, task, kind
         self.hidden, self.dropout, self.lr, self.weight_decay = hidden, dropout, lr, weight_decay
         self.max_epochs, self.patience, self.batch_size = max_epochs, patience, batch_size
-        self.standardize, self.seed = standardize, seed
+        self.standardize, self.seed, self.architecture = standardize, seed, architecture
         self._check_params()
 
     def _check_params(self) -> dict[str, Any]:
@@ -182,7 +189,8 @@ class EmbedProbe(BaseEstimator):
                 "max_epochs": check_int(self.max_epochs, "max_epochs", min=1),
                 "patience": check_int(self.patience, "patience", min=1),
                 "batch_size": check_int(self.batch_size, "batch_size", min=1),
-                "standardize": check_bool(self.standardize, "standardize"), "seed": check_seed(self.seed)}
+                "standardize": check_bool(self.standardize, "standardize"), "seed": check_seed(self.seed),
+                "architecture": check_choice(self.architecture, "architecture", ("mlp", "linear"))}
 
     # ------------------------------------------------------------------------------------------ inputs
     def _inputs(self, X: Any, modality: str, name: str = "X") -> dict[str, np.ndarray]:
@@ -267,7 +275,7 @@ class EmbedProbe(BaseEstimator):
                 self.scalers_[k] = (v.mean(0, keepdims=True), v.std(0, keepdims=True) + 1e-6)
         torch.manual_seed(p["seed"])
         dims = {k: v.shape[1] for k, v in Xtr.items()}
-        net = _Net(mod, dims.get("text", 1), dims.get("poi", 1), n_out, p["hidden"], p["dropout"])
+        net = _Net(mod, dims.get("text", 1), dims.get("poi", 1), n_out, p["hidden"], p["dropout"], p["architecture"])
         opt = torch.optim.AdamW(net.parameters(), lr=p["lr"], weight_decay=p["weight_decay"])
         if spec.kind == "binary":
             npos = float(ytr.sum())
@@ -320,6 +328,8 @@ class EmbedProbe(BaseEstimator):
             else:
                 self.threshold_ = np.array([_best_threshold(yva[:, j].astype(int), pv[:, j])
                                             for j in range(n_out)])
+        # the validation metric, for choosing between probes (e.g. MLP vs linear) without touching the test split
+        self.val_score_ = task_metrics(spec.kind, yva, self._proba(Xva), self.threshold_)[spec.metric]
         return self
 
     # ------------------------------------------------------------------------------------------ predict
@@ -330,7 +340,8 @@ class EmbedProbe(BaseEstimator):
     @torch.no_grad()
     def _proba(self, X: dict[str, np.ndarray]) -> np.ndarray:
         for k, v in X.items():
-            want = self.net_.text[0].in_features if (k == "text" and self.net_.modality == "both") else None
+            want = self.net_.text[0].in_features if (k == "text" and self.net_.modality == "both"
+                                                     and self.net_.architecture == "mlp") else None
             if want is not None and v.shape[1] != want:
                 raise ValueError(f"X[{k!r}] has width {v.shape[1]}, the probe was fitted on {want}")
         t, p = self._tensors(X)

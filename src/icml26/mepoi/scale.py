@@ -255,20 +255,26 @@ def evaluate_paper(config: Mapping[str, Any], pois: pd.DataFrame, labels_df: pd.
     counts = full["priors"].visit_counts
     sparse = counts <= 5
     pp = {k[len("probe_"):]: config[k] for k in config if k.startswith("probe_")}
-    arms = {"text": ("text", T, None), "poi": ("poi", None, E1), "both": ("both", T, E1),
-            "poi_lambda0": ("poi", None, E0)}
-    jobs = [probe_task_job(task, s, labels[task], arms, sparse, pp) for s in seeds for task in labels]
-    scores, sparse_scores, preds = collect(jobs, seeds)
-    claims = [C.claim_both_vs_text(t, scores[t], preds[t]["both"]) for t in C.MARGINS if t in labels]
+    onehot = np.eye(int(pois["category"].nunique()), dtype=np.float32)[pd.factorize(pois["category"], sort=True)[0]]
+    arms = {"category": ("text", onehot, None), "minilm": ("text", T, None), "poi": ("poi", None, E1),
+            "category+poi": ("both", onehot, E1), "minilm+poi": ("both", T, E1)}
+    keep = tuple(arms)
+    jobs = [probe_task_job(task, s, labels[task], arms, sparse, pp, keep_preds=keep) for s in seeds for task in labels]
+    col = collect(jobs, seeds)
+    scores, sparse_scores, preds, val = col["scores"], col["sparse"], col["preds"], col["val"]
+    nb = int(config.get("n_boot", 1000))
+    claims = [C.claim_both_vs_text(t, preds[t], val[t], scores[t], nb) for t in C.MARGINS
+              if t in labels and t != "price"]
     if "price" in labels:
-        claims.append(C.claim_price(scores["price"]))
+        claims.append(C.claim_price(preds["price"], val["price"], scores["price"], nb))
     if all(t in labels for t in ("opening_hours", "closure", "busyness")):
-        claims.append(C.claim_poi_vs_text(scores, {t: preds[t]["poi"] for t in ("opening_hours", "closure",
-                                                                                 "busyness")}))
+        claims.append(C.claim_poi_vs_text(preds, val, scores, nb))
     if "busyness" in labels:
-        cross = [crossfit_job(s, labels["busyness"], {"lambda1": E1, "lambda0": E0}, pp) for s in seeds]
+        fam = {o["seed"]: o["chosen"]["poi"] for o in jobs if o["task"] == "busyness"}
+        cross = [crossfit_job(s, labels["busyness"], {"lambda1": E1, "lambda0": E0}, pp,
+                              families={"lambda1": (fam[s],), "lambda0": (fam[s],)}) for s in seeds]
         claims.append(C.claim_propagation([o["errs"]["lambda1"] for o in cross],
-                                          [o["errs"]["lambda0"] for o in cross], counts))
+                                          [o["errs"]["lambda0"] for o in cross], counts, n_boot=nb))
     metrics = {"world": "parquet", "n_poi": len(pois), "n_visits": int(counts.sum()), "scores": scores,
                "sparse_subgroup_scores": sparse_scores, "text_encoder": enc.name,
                "performance": {"epoch_s": full["epoch_s"], "train_visits_per_s": full["visits_per_s"]},

@@ -142,6 +142,13 @@ _STREETS = ("Main", "Broadway", "Spring", "Hill", "Olive", "Grand", "Figueroa", 
 _SUFFIX = ("St", "Ave", "Blvd")
 DIST_SCALE_KM = 1.5
 ROLE_SKEW = 3.0  # exponent on the subtype-role affinities: review note 6 (propagation ceiling >= 10 %)
+# issue 32: every neighbourhood has its own daily rhythm, shared by all its POIs whatever their category (a
+# business district busy at midday on weekdays, a nightlife district in the late evening ...): usage then varies
+# locally, which is what propagation from busy neighbours can transfer. (peak hour, width h, weekend multiplier)
+_RHYTHM = {"business": ((12.0, 2.5),), "nightlife": ((22.0, 2.5),), "campus": ((15.0, 2.5),),
+           "shopping": ((16.5, 2.5),), "residential": ((8.0, 1.5), (19.5, 2.0))}
+_RHYTHM_WEEKEND = {"business": 0.5, "nightlife": 1.3, "campus": 0.6, "shopping": 1.6, "residential": 1.2}
+RHYTHM_AMPLITUDE = 4.0  # demand x (1 + A bump): set by the world check (propagation ceiling), never by a claim
 
 
 @dataclass
@@ -215,6 +222,34 @@ def busyness_labels(world: World) -> np.ndarray:
     return out
 
 
+def neighbourhood_rhythm(xy_km: np.ndarray, centres: dict[str, np.ndarray], amplitude: float = RHYTHM_AMPLITUDE,
+                         scale_km: float | None = None) -> np.ndarray:
+    """(n, 168) multiplicative demand modulation of each POI: the rhythms of the neighbourhoods (`centres`, keyed
+    by role, e.g. "residential_a"), mixed by Gaussian weights of the distance to each centre (width `scale_km`,
+    default 0.9 km in a city wider than 5 km, else 12 % of its span), so usage changes smoothly across the map."""
+    n = len(xy_km)
+    if not centres or amplitude == 0:
+        return np.ones((n, 168))
+    if scale_km is None:
+        span = float(np.max(xy_km.max(0) - xy_km.min(0))) if n else 1.0
+        scale_km = 0.9 if span > 5 else max(0.15, 0.12 * span)
+    h = np.arange(24) + 0.5
+    names = list(centres)
+    curves = []
+    for name in names:
+        role = name.split("_")[0]
+        bump = np.zeros(24)
+        for mu, w in _RHYTHM[role]:
+            bump = np.maximum(bump, np.exp(-0.5 * ((np.abs(((h - mu) + 12) % 24 - 12)) / w) ** 2))
+        day = 1.0 + amplitude * bump
+        curves.append(np.concatenate([day * (_RHYTHM_WEEKEND[role] if d >= 5 else 1.0) for d in range(7)]))
+    c = np.stack([np.asarray(centres[k], float) for k in names])
+    d2 = ((xy_km[:, None, :] - c[None, :, :]) ** 2).sum(-1)
+    w = np.exp(-0.5 * (d2 - d2.min(1, keepdims=True)) / scale_km ** 2)
+    w /= w.sum(1, keepdims=True)
+    return w @ np.stack(curves)
+
+
 def _assign_subtypes(category: np.ndarray, role: np.ndarray, rng: np.random.Generator,
                      skew: float = 1.0) -> np.ndarray:
     out = np.zeros(len(category), np.int64)
@@ -227,7 +262,8 @@ def _assign_subtypes(category: np.ndarray, role: np.ndarray, rng: np.random.Gene
 
 def _build_world(pois: pd.DataFrame, xy: np.ndarray, role: np.ndarray, rng: np.random.Generator,
                  weeks: int, closure_frac: float, price: np.ndarray | None = None,
-                 centres: dict[str, np.ndarray] | None = None, skew: float | None = None) -> World:
+                 centres: dict[str, np.ndarray] | None = None, skew: float | None = None,
+                 amplitude: float | None = None) -> World:
     n = len(pois)
     cat = pois["category"].to_numpy()
     st = _assign_subtypes(cat, role, rng, ROLE_SKEW if skew is None else skew)
@@ -235,6 +271,9 @@ def _build_world(pois: pd.DataFrame, xy: np.ndarray, role: np.ndarray, rng: np.r
     opening = np.stack([_opening(SUBTYPES[s], int(a), int(b)) for s, (a, b) in zip(st, jit)])
     prof = np.stack([_profile(s) for s in SUBTYPES])
     demand_open = prof[st] * opening
+    if centres:
+        demand_open = demand_open * neighbourhood_rhythm(xy, centres, RHYTHM_AMPLITUDE if amplitude is None
+                                                         else amplitude)
     if price is None:
         price = np.array([rng.choice(3, p=np.array(SUBTYPES[s].price) / sum(SUBTYPES[s].price)) for s in st])
     pop = rng.lognormal(0.0, 1.2, size=n)
