@@ -12,57 +12,75 @@ from icml26.gradpower.mechanism import gradient_noise_scale
 from icml26.gradpower.theory import normalized_drift
 
 FAST = dict(coords=2048, steps=1000, burn_in=200)
-SMALL = dict(coords=512, steps=400, burn_in=100)  # enough to see a 6 % error
+BROKEN = dict(coords=2048, steps=500, burn_in=100)  # enough to see a 6 % error
 
 
 def test_claim_m_holds_for_adamwpower_and_fails_for_a_wrong_power_or_no_transform():
-    mech, good = mechanism_check(20_000, **FAST)
-    assert good.held and good.gate and good.measured["max_rel_err_vs_closed_form"] < 0.02
+    mech, good, sanity = mechanism_check(20_000, **FAST)
+    assert good.verdict == "held" and good.gate and good.measured["max_rel_err_vs_closed_form"] < 0.02
+    assert sanity.kind == "sanity" and sanity.held and sanity.decision.exact
     key = f"mu={MECH_HIGH[0]:g},sigma={MECH_HIGH[1]:g}"
     for p in (1.0, 1.5):  # the measured drift sits within 4 standard errors of the closed form
         got, se = mech["optimizer"]["drift"][key][f"{p:g}"], mech["optimizer"]["se"][key][f"{p:g}"]
         assert abs(got - normalized_drift(*MECH_HIGH, p)) < 4 * se and se < 0.01 * got
 
-    def wrong_power(groups, lr, betas, eps):  # applies p + 0.3 where the check expects p
+    def wrong_power(groups, lr, betas, eps):  # a broken arm: applies p + 0.3 where the check expects p
         return AdamWPower([{**g, "power": g["power"] + 0.3} for g in groups], lr=lr, betas=betas, eps=eps,
                           weight_decay=0.0)
 
-    _, bad = mechanism_check(20_000, optimizer_factory=wrong_power, **SMALL)
-    assert not bad.held and bad.measured["max_rel_err_vs_closed_form"] > 0.02
+    _, bad, _ = mechanism_check(20_000, optimizer_factory=wrong_power, **BROKEN)
+    assert bad.verdict == "not held" and bad.measured["max_rel_err_vs_closed_form"] > 0.02
 
     def no_transform(groups, lr, betas, eps):  # plain AdamW: every p gives the p = 1 drift
         return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps, weight_decay=0.0)
 
-    _, plain = mechanism_check(20_000, optimizer_factory=no_transform, **SMALL)
-    assert not plain.held
+    _, plain, _ = mechanism_check(20_000, optimizer_factory=no_transform, **BROKEN)
+    assert plain.verdict == "not held"
+    _, tiny, _ = mechanism_check(20_000, coords=8, steps=20, burn_in=5)  # the right optimizer, too few draws
+    assert tiny.verdict == "inconclusive"
 
 
-def test_paired_claims_flip_with_the_gaps():
+def test_claim_g_through_paired_claims_held_not_held_inconclusive():
     la = {0: 1.80, 1: 1.80, 2: 1.80}
-    good, rep = paired_claims({0: 0.010, 1: 0.004, 2: 0.006}, la, {s: 1.80 - 0.005 for s in la}, "regime")
-    assert good.held and rep.held and good.per_seed == [0.010, 0.004, 0.006] and good.paper
-    bad_g, bad_p = paired_claims({0: 0.011, 1: -0.035, 2: -0.021}, la, la, "regime")
-    assert not bad_g.held and not bad_p.held and "cannot decide" in bad_g.details
-    one_bad, _ = paired_claims({0: 0.010, 1: 0.010, 2: -0.020}, la, la, "regime")  # mean ok, min too low
-    assert not one_bad.held
+    d = {0: 0.010, 1: 0.004, 2: 0.006}
+    good, rep = paired_claims(d, la, {s: la[s] - d[s] for s in la}, "regime")
+    assert good.verdict == "held" and good.per_seed == [0.010, 0.004, 0.006] and good.paper
+    assert good.interval.method == "t" and good.interval.n == 3 and rep.kind == "report"
+    assert rep.verdict == "inconclusive"  # mean 0.0067 > 0, but 3 seeds do not bound it away from 0
+    # a deliberately broken AdamWPower arm (e.g. a power that diverges): 0.05 nats/byte worse on every seed
+    broken = {0: 1.85, 1: 1.86, 2: 1.855}
+    bad_g, bad_p = paired_claims({s: la[s] - broken[s] for s in la}, la, broken, "regime")
+    assert bad_g.verdict == "not held" and bad_p.verdict == "not held"
+    # one seed (a tiny sample): never decided, and the details say what would decide it
+    one, _ = paired_claims({0: 0.010}, {0: 1.80}, {0: 1.79}, "regime", cost_per_seed_s=60.0)
+    assert one.verdict == "inconclusive" and "medium" in one.details and "3 seeds" in one.details
+    # the small run's gaps: inconclusive, with the seeds and the time that would decide it
+    obs, _ = paired_claims({0: 0.0109, 1: -0.0349, 2: -0.0206}, la, {0: 1.7941, 1: 1.8349, 2: 1.8206}, "regime",
+                           cost_per_seed_s=60.0)
+    assert obs.verdict == "inconclusive" and "seeds (now 3) would decide it" in obs.details and "min" in obs.details
 
 
 def _noise(ratio):
-    return {f"{arm}_s{s}": {str(k): {"noise_to_signal": ratio * k / 4000, "frac_coords_noise_dominated": 0.5}
-                            for k in (1000, 2000, 3000, 4000)} for arm in ("adamw", "adamwpower") for s in (0, 1)}
+    def entry(k):
+        r = ratio * k / 4000
+        return {"noise_to_signal": r, "frac_coords_noise_dominated": 0.5, "excess_noise": (r - 1) * 1e-3,
+                "excess_noise_se": 1e-5}
+
+    return {f"{arm}_s{s}": {str(k): entry(k) for k in (1000, 2000, 3000, 4000)}
+            for arm in ("adamw", "adamwpower") for s in (0, 1)}
 
 
 def test_regime_claim_flips_with_the_noise_scale():
     noisy, summary = regime_claim(_noise(10.0), [0, 1], 4000, 16)
-    assert noisy.held and not noisy.gate and "noise-dominated" in summary
+    assert noisy.verdict == "held" and noisy.kind == "report" and "noise-dominated" in summary
     assert noisy.measured["min_noise_to_signal_late"] == pytest.approx(5.0)  # steps >= 2000 only
     quiet, summary = regime_claim(_noise(1.5), [0, 1], 4000, 16)
-    assert not quiet.held and "NOT noise-dominated" in summary
+    assert quiet.verdict == "not held" and "NOT noise-dominated" in summary
     vague = _noise(10.0)
     vague["adamw_s0"]["2000"] = {"noise_to_signal": 1.2, "noise_to_signal_se": 0.3, "excess_noise": 1e-4,
                                  "excess_noise_se": 1e-4, "frac_coords_noise_dominated": 0.5}
     claim, _ = regime_claim(vague, [0, 1], 4000, 16)
-    assert claim.held and "Undecided at this sample size" in claim.details and "adamw_s0 step 2000" in claim.details
+    assert claim.verdict == "inconclusive" and "adamw_s0@2000" in claim.details
 
 
 def test_gradient_noise_scale_known_answers():

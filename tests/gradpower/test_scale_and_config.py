@@ -86,3 +86,25 @@ def test_paper_scale_loop_as_two_gloo_ranks_matches_one_process(tmp_path):
 
     init = TinyLlama(64, 16, 1, 2, 16, d_ff=32).state_dict()
     assert any(not torch.allclose(init[k], single[k]) for k in init)  # it trained
+
+
+def test_validate_config_refuses_an_unknown_key():
+    for scale in ("smoke", "small", "medium"):
+        with pytest.raises(ValueError, match="n_seed"):  # a typo of n_seeds fails before any compute
+            validate_config({**CONFIGS[scale], "n_seed": 30, "scale": scale})
+    with pytest.raises(ValueError, match="device"):
+        validate_config({**CONFIGS["small"], "device": "tpu", "scale": "small"})
+
+
+def test_medium_is_small_on_more_seeds_and_runs_at_toy_size():
+    med, small = CONFIGS["medium"], CONFIGS["small"]
+    changed = {k for k in med if med[k] != small[k]}
+    assert changed == {"n_seeds", "noise_every", "device"} and med["n_seeds"] > small["n_seeds"]
+    assert med["device"] == "auto" and EXPECTED_RUNTIME_S["medium"] <= 30 * 60
+    toy = {**med, **{k: CONFIGS["smoke"][k] for k in ("nbytes", "n_val_windows", "steps", "eval_every",
+                                                      "noise_examples", "mc_samples", "mech_coords", "mech_steps",
+                                                      "mech_burn_in", "workers")},
+           "n_seeds": 2, "noise_every": 20, "scale": "medium"}
+    res = run(toy)
+    assert res.scale == "medium" and res.claims[0].id == "G" and res.claims[0].interval.n == 2
+    assert sorted(res.metrics["delta_per_seed"]) == [0, 1]

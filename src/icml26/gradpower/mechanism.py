@@ -47,6 +47,7 @@ def optimizer_drift(
     betas: tuple[float, float] = (0.9, 0.999),
     eps: float = 1e-8,
     optimizer_factory: OptimizerFactory | None = None,
+    per_coord: bool = False,
 ) -> dict[str, Any]:
     """Measured normalised drift of AdamWPower for every (mu, sigma) regime and power p.
 
@@ -61,6 +62,8 @@ def optimizer_drift(
         lr, betas, eps: the optimizer's hyperparameters (weight decay 0).
         optimizer_factory: `(param_groups, lr, betas, eps) -> Optimizer`; default AdamWPower. The groups carry
             "power" keys; tests pass a deliberately wrong factory to show the check can fail.
+        per_coord: also return "per_coord": {regime_key: {str(p): float64 array of the per-coordinate drifts}}
+            (independent draws per coordinate, shared across p: the unit of claim M's intervals).
     Returns:
         {"drift": {regime_key: {str(p): mean drift}}, "se": {...: standard error over coordinates}} with
         regime_key f"mu={mu},sigma={sigma}"; drift in units of lr per step (dimensionless, in [-1, 1]).
@@ -91,13 +94,16 @@ def optimizer_drift(
         opt.step()
     drift: dict[str, dict[str, float]] = {}
     se: dict[str, dict[str, float]] = {}
+    rows: dict[str, dict[str, Any]] = {}
     for p, t in params.items():
-        per_coord = ((start[p] - t.detach()) / (lr * n_steps)).view(R, n_coords)  # theta moves against g
-        for (mu, sigma), row in zip(regimes, per_coord):
+        moved = ((start[p] - t.detach()) / (lr * n_steps)).view(R, n_coords)  # theta moves against g
+        for (mu, sigma), row in zip(regimes, moved):
             key = f"mu={mu:g},sigma={sigma:g}"
             drift.setdefault(key, {})[f"{p:g}"] = float(row.mean())
             se.setdefault(key, {})[f"{p:g}"] = float(row.std() / math.sqrt(n_coords))
-    return {"drift": drift, "se": se}
+            if per_coord:
+                rows.setdefault(key, {})[f"{p:g}"] = row.numpy().copy()
+    return {"drift": drift, "se": se, **({"per_coord": rows} if per_coord else {})}
 
 
 def _noise_stats(s1: torch.Tensor, s2: torch.Tensor, n: int, batch_size: int) -> dict[str, float]:
@@ -150,8 +156,10 @@ def gradient_noise_scale(model: nn.Module, windows: torch.Tensor, batch_size: in
     saved = [None if p.grad is None else p.grad.detach().clone() for p in params]
     total = sum(p.numel() for p in params)
     groups = n_groups if n >= 2 * n_groups else 1
-    s1 = torch.zeros(groups, total, dtype=torch.float64)
-    s2 = torch.zeros(groups, total, dtype=torch.float64)
+    dev = params[0].device  # a model trained on CUDA is measured there
+    windows = windows.to(dev)
+    s1 = torch.zeros(groups, total, dtype=torch.float64, device=dev)
+    s2 = torch.zeros(groups, total, dtype=torch.float64, device=dev)
     was = model.training
     model.train()
     for i in range(n):
