@@ -120,12 +120,14 @@ def test_experiment_smoke_run():
     result = run(cfg)
     assert result.slug == "pope" and result.scale == "smoke"
     ids = [c.id for c in result.claims]
-    assert ids == ["A", "B", "C"]
+    assert ids == ["A", "B", "B0", "C"]
+    assert [c.kind for c in result.claims] == ["gate", "gate", "sanity", "gate"]
     a = result.claims[0]
     assert set(a.measured) == {"extrapolation_margin", "in_distribution_gap"}
-    assert a.held == (a.measured["extrapolation_margin"] >= 0.15 and a.measured["in_distribution_gap"] <= 0.05)
+    assert a.verdict in ("held", "not held", "inconclusive") and a.interval.method == "stratified-bootstrap"
     b = result.claims[1]
-    assert b.measured["pope_peak_at_t"] == b.measured["trials"] == 100 and b.held
+    assert b.measured["pope_peak_at_t"] == b.measured["trials"] == 100 and b.held and result.claims[2].held
+    assert result.claims[3].verdict == "inconclusive"  # C on one seed
     assert set(result._pending_figures) == {"extrapolation", "decoupling_argmax", "indirect_indexing"}
     runs = result.metrics["extrapolation_runs"]
     assert {r["arm"] for r in runs} == {"pope", "rope"} and all(set(r["losses"]) == {"32", "64"} for r in runs)

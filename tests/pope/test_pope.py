@@ -209,6 +209,25 @@ def test_attention_kv_cache_and_gqa():
         attention(q[:1, :, :1], k[:1, :, :1], v[:1, :, :1], pope, kv_cache=cache)
 
 
+def test_kv_cache_filled_by_one_encoding_is_refused_with_another():
+    B, H, T, d = 1, 2, 5, 4
+    q, k, v = (_rand(B, H, T, d, seed=s) for s in (22, 23, 24))
+    pope, rope = PoPE(d, H), RoPE(d, H)
+    cache = AttentionCache()
+    attention(q[:, :, :3], k[:, :, :3], v[:, :, :3], pope, kv_cache=cache)
+    assert cache.encoding == "PoPE" and cache.length == 3
+    # PoPE stores 2d-wide keys, RoPE rotated d-wide ones: reusing the cache would mix encodings
+    for other in (rope, NoPE(), None):
+        with pytest.raises(ValueError, match="PoPE"):
+            attention(q[:, :, 3:4], k[:, :, 3:4], v[:, :, 3:4], other, kv_cache=cache)
+    assert cache.length == 3 and cache.encoding == "PoPE"  # the refusal left the cache untouched
+    out = attention(q[:, :, 3:4], k[:, :, 3:4], v[:, :, 3:4], pope, kv_cache=cache)  # the same encoding goes on
+    assert torch.allclose(out, attention(q[:, :, :4], k[:, :, :4], v[:, :, :4], pope)[:, :, 3:4], atol=1e-10)
+    fresh = AttentionCache()
+    attention(q[:, :, :3], k[:, :, :3], v[:, :, :3], rope, kv_cache=fresh)  # a fresh cache takes any encoding
+    assert fresh.encoding == "RoPE"
+
+
 def test_attention_padding_mask():
     B, H, T, d = 2, 2, 5, 4
     pope = PoPE(d, H)

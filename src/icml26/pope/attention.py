@@ -92,6 +92,10 @@ def attention(
     if kv_cache is not None and not isinstance(kv_cache, KVCache):
         raise TypeError(f"kv_cache must be a KVCache (AttentionCache()), got {type(kv_cache).__name__}")
     past = kv_cache.layer_length(check_int(layer, "layer", min=0)) if kv_cache is not None else 0
+    if kv_cache is not None:
+        # keys are stored encoded: a cache filled by one encoding must not be read by another (refused here,
+        # before the cache is touched)
+        kv_cache.claim(encoding_name(pope))
     if q_positions is None:
         q_positions = torch.arange(past, past + Tq, device=q4.device)
     else:
@@ -119,6 +123,12 @@ def attention(
     out = sdpa(q4, k4, v4, attn_mask=mask, is_causal=causal and mask is None and Tq > 1, dropout_p=dropout_p,
                scale=scale, enable_gqa=Hkv != H, pad=pad_values)
     return out if layout == "bhtd" else out.transpose(1, 2)
+
+
+def encoding_name(pope: nn.Module | None) -> str:
+    """The name a KV cache records for the encoding that fills it: the module's class ("PoPE", "RoPE", ...)
+    or "none"."""
+    return "none" if pope is None else type(pope).__name__
 
 
 def _encode(pope: nn.Module, q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor):
@@ -157,4 +167,4 @@ def _combine(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return a + b
 
 
-__all__ = ["attention", "AttentionCache"]
+__all__ = ["attention", "AttentionCache", "encoding_name"]

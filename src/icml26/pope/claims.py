@@ -1,23 +1,24 @@
 """PoPE's claim checks and figures, shared by the CPU reproduction (`experiment`) and the paper-scale path (`scale`).
 
 A (gate): length extrapolation, mean over seeds of (loss_RoPE(L) - loss_RoPE(l)) - (loss_PoPE(L) - loss_PoPE(l))
-    >= 0.15 nats/byte AND loss_PoPE(l) - loss_RoPE(l) <= 0.05 (l = training length, L = longest eval length).
+    >= 0.15 nats/byte AND loss_PoPE(l) - loss_RoPE(l) <= 0.05 (l = training length, L = longest eval length);
+    each part decided by a bootstrap over evaluation windows within seeds.
 B (gate): deterministic decoupling check (spec 6B): delta = 0, one query at t, one key replicated at 0..max_pos:
-    PoPE's score peaks at s = t in every trial, RoPE's elsewhere in most, and the 2d-wide dot product equals the
-    polar formula (fp64).
-C (gate, only when run): Indirect Indexing, mean acc(PoPE) - mean acc(RoPE) >= 40 points.
+    PoPE's score peaks at s = t in every trial (exact), RoPE's elsewhere in most (bootstrap over trials).
+B0 (sanity): the 2d-wide dot product equals the polar formula (fp64, exact).
+C (gate, only when run): Indirect Indexing, mean acc(PoPE) - mean acc(RoPE) >= 40 points (paired t over seeds).
+Every verdict comes from `icml26.common.stats`.
 
 Every function here takes its inputs as arguments (no config module), so both entry points share them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 import torch
 import torch.nn.functional as F
 
+from icml26.common import stats
 from icml26.common.plotting import new_figure
 from icml26.common.seeding import torch_generator
 from icml26.common.validation import check_int, check_seed
@@ -41,46 +42,82 @@ PAPER_B = ("qualitative (paper Sec. 2): in PoPE the score depends on content onl
 PAPER_C = "Indirect Indexing accuracy PoPE 94.82 +- 2.91 % vs RoPE 11.16 +- 2.45 % (mean +- std, 3 seeds)"
 
 
-def decide_note(per_seed: Sequence[float], mean: float, threshold: float, what: str) -> str:
-    """A sentence on whether the seed spread of `per_seed` lets the check at `threshold` decide."""
-    vals = [float(v) for v in per_seed]
-    if len(vals) < 2:
-        return f" {what}: one seed only, so its seed spread is unknown."
-    spread = max(vals) - min(vals)
-    dist = abs(mean - threshold)
-    if spread > dist:
-        return (f" {what}: the seed spread ({spread:.3f}) exceeds the distance of the mean from its threshold "
-                f"({dist:.3f}), so this check cannot decide at this size.")
-    return f" {what}: seed spread {spread:.3f} < distance of the mean from its threshold {dist:.3f} (decides)."
+def _stratified(runs_by: dict, seeds: list[int], arm_a: str, arm_b: str, length: str) -> tuple[np.ndarray, np.ndarray]:
+    """Per-window loss differences arm_a - arm_b at `length` for every seed (same windows for both arms), and the
+    seed of each window."""
+    vals, strata = [], []
+    for s in seeds:
+        a = np.asarray(runs_by[(arm_a, s)]["window_losses"][length], dtype=float)
+        b = np.asarray(runs_by[(arm_b, s)]["window_losses"][length], dtype=float)
+        if a.shape != b.shape:
+            raise ValueError(f"window_losses of {arm_a} and {arm_b} at length {length} (seed {s}) must pair the "
+                             f"same windows, got {a.shape} and {b.shape}")
+        vals.append(a - b)
+        strata.append(np.full(a.shape, s))
+    return np.concatenate(vals), np.concatenate(strata)
+
+
+def _diff_of_means(a: np.ndarray, b: np.ndarray) -> float:
+    return float(a.mean() - b.mean())
 
 
 # ------------------------------------------------------------------------------------------- claim A
 def claim_a(runs: list[dict], lengths: list[int], seeds: list[int]) -> tuple[Claim, dict]:
-    """Claim A from extrapolation runs [{"arm", "seed", "losses": {str(T): loss}}] of both arms for every seed."""
+    """Claim A from extrapolation runs [{"arm", "seed", "losses": {str(T): loss}}] of both arms for every seed.
+
+    With per-window losses (`"window_losses": {str(T): [...]}`, the same windows for both arms) both parts are
+    decided by a bootstrap over evaluation windows within seeds (`stats.bootstrap_interval(..., strata=seed)`, the
+    rliable stratified bootstrap: arms paired on the same windows; the two lengths' windows are resampled
+    independently). Without them (the paper path) by a t interval over seeds.
+    """
     lo, hi = str(lengths[0]), str(lengths[-1])
-    by = {(r["arm"], r["seed"]): r["losses"] for r in runs}
-    deg = {a: [by[(a, s)][hi] - by[(a, s)][lo] for s in seeds] for a in ("pope", "rope")}
-    in_dist = {a: [by[(a, s)][lo] for s in seeds] for a in ("pope", "rope")}
+    by = {(r["arm"], r["seed"]): r for r in runs}
+    loss = {k: r["losses"] for k, r in by.items()}
+    deg = {a: [loss[(a, s)][hi] - loss[(a, s)][lo] for s in seeds] for a in ("pope", "rope")}
+    in_dist = {a: [loss[(a, s)][lo] for s in seeds] for a in ("pope", "rope")}
     margins = [r - p for r, p in zip(deg["rope"], deg["pope"])]
     gaps = [p - r for p, r in zip(in_dist["pope"], in_dist["rope"])]
     margin = float(np.mean(margins))
     penalty = float(np.mean(gaps))
-    held = margin >= CLAIM_A_MARGIN and penalty <= CLAIM_A_PENALTY
+    if all("window_losses" in by[(a, s)] for a in ("pope", "rope") for s in seeds):
+        d_hi, st_hi = _stratified(by, seeds, "rope", "pope", hi)  # RoPE - PoPE per window at the longest length
+        d_lo, st_lo = _stratified(by, seeds, "rope", "pope", lo)
+        if not np.array_equal(st_hi, st_lo):
+            raise ValueError("window_losses must hold as many windows at every length")
+        iv_m = stats.bootstrap_interval((d_hi, d_lo), _diff_of_means, strata=st_hi)
+        iv_g = stats.bootstrap_interval(-d_lo, strata=st_lo)  # PoPE - RoPE per window at the training length
+        how = (f"bootstrap over {len(d_lo) // len(seeds)} evaluation windows within each of {len(seeds)} seed(s) "
+               "(stratified; arms paired on the same windows)")
+    else:
+        iv_m, iv_g = stats.t_interval(margins), stats.t_interval(gaps)
+        how = f"t interval over {len(seeds)} seed(s)"
+    d_margin = stats.decide(margin, iv_m, CLAIM_A_MARGIN, ">=", label="extrapolation margin")
+    # the gap's natural scale is near 0: a resolution of 0.005 nats/byte (a tenth of the allowed penalty)
+    d_gap = stats.decide(penalty, iv_g, CLAIM_A_PENALTY, "<=", atol=0.005, label="in-distribution gap")
+    dec = stats.all_of(d_margin, d_gap, label="A")
     per_seed = "; ".join(
-        f"seed {s}: PoPE " + " / ".join(f"{by[('pope', s)][str(t)]:.3f}" for t in lengths)
-        + ", RoPE " + " / ".join(f"{by[('rope', s)][str(t)]:.3f}" for t in lengths)
+        f"seed {s}: PoPE " + " / ".join(f"{loss[('pope', s)][str(t)]:.3f}" for t in lengths)
+        + ", RoPE " + " / ".join(f"{loss[('rope', s)][str(t)]:.3f}" for t in lengths)
         + f" (degradation PoPE {deg['pope'][i]:+.3f}, RoPE {deg['rope'][i]:+.3f}; margin {margins[i]:+.3f}, "
           f"in-distribution gap {gaps[i]:+.3f})"
         for i, s in enumerate(seeds))
-    expl = "" if held else (" Not held: " + ("the extrapolation margin is below 0.15 nats/byte. " if margin <
-                                              CLAIM_A_MARGIN else "")
-                            + ("PoPE's in-distribution loss exceeds RoPE's by more than 0.05. "
-                               if penalty > CLAIM_A_PENALTY else ""))
-    details = (f"nats/byte at ctx {' / '.join(map(str, lengths))}, trained at ctx {lengths[0]}: {per_seed}.{expl}"
+    expl = ""
+    if dec.verdict == "not held":
+        expl = (" Not held: " + ("the extrapolation margin is below 0.15 nats/byte. "
+                                 if d_margin.verdict == "not held" else "")
+                + ("PoPE's in-distribution loss exceeds RoPE's by more than 0.05. "
+                   if d_gap.verdict == "not held" else ""))
+    seed_note = ""
+    if len(seeds) > 1 and "bootstrap" in how:
+        sm = stats.t_interval(margins)
+        seed_note = (f" The windows' interval treats the trained models as fixed; across seeds the margin's t "
+                     f"interval is [{sm.low:.3f}, {sm.high:.3f}] over {len(seeds)} seeds (seed-to-seed training "
+                     "noise, not in the bootstrap).")
+    details = (f"{dec.text()}. Intervals: {how}. nats/byte at ctx {' / '.join(map(str, lengths))}, trained at ctx "
+               f"{lengths[0]}: {per_seed}.{expl}"
                " Nothing here holds by construction: both parts come from trained models and can fail (the "
                "paired design, same seed for init and batches in both arms, is the only sanity element)."
-               + decide_note(margins, margin, CLAIM_A_MARGIN, "Margin")
-               + decide_note(gaps, penalty, CLAIM_A_PENALTY, "In-distribution gap"))
+               + seed_note)
     claim = Claim(
         id="A",
         statement="PoPE extrapolates to longer contexts than it was trained on much better than RoPE, "
@@ -89,7 +126,7 @@ def claim_a(runs: list[dict], lengths: list[int], seeds: list[int]) -> tuple[Cla
                f"and loss_PoPE({lo}) - loss_RoPE({lo}), nats/byte",
         measured={"extrapolation_margin": margin, "in_distribution_gap": penalty},
         threshold=f"margin >= {CLAIM_A_MARGIN} and gap <= {CLAIM_A_PENALTY} nats/byte",
-        held=held, gate=True, details=details, paper=PAPER_A, per_seed=margins,
+        decision=dec, kind="gate", details=details, paper=PAPER_A, per_seed=margins,
     )
     return claim, {"degradation": deg, "in_distribution": in_dist, "margin_per_seed": margins,
                    "gap_per_seed": gaps}
@@ -140,29 +177,50 @@ def _hist(offsets: list[int]) -> dict[int, int]:
     return {int(v): int(c) for v, c in zip(vals, counts)}
 
 
-def claim_b(dec: dict, trials: int) -> Claim:
-    """Claim B from `decoupling_check`'s output."""
+def claim_b(dec: dict, trials: int) -> tuple[Claim, Claim]:
+    """Claims B (gate) and B0 (sanity) from `decoupling_check`'s output.
+
+    B: PoPE's peak stays at s = t in every trial (deterministic draws: exact) while RoPE's moves in more than half
+    of them (a proportion over the random trials: bootstrap interval). B0: the encoded dot product equals the polar
+    formula (exact; holds by construction for a correct implementation)."""
     pope_at = sum(o == 0 for o in dec["pope_offsets"])
-    rope_away = sum(o != 0 for o in dec["rope_offsets"])
+    away = np.array([float(o != 0) for o in dec["rope_offsets"]])
+    rope_away = int(away.sum())
     err = dec["identity_max_abs_err"]
-    held = pope_at == trials and rope_away > trials / 2 and err <= 1e-10
-    return Claim(
+    if len(away) >= 2:
+        iv = stats.bootstrap_interval(away)
+    else:
+        iv = stats.t_interval(away, unit="trials")
+    d_pope = stats.exact(pope_at, trials, ">=", label=f"PoPE peak at s = t in {trials}/{trials} trials")
+    d_rope = stats.decide(float(away.mean()), iv, 0.5, ">=", label="RoPE peak elsewhere in > 1/2 of the trials")
+    dec_b = stats.all_of(d_pope, d_rope, label="B")
+    b = Claim(
         id="B",
         statement="With zero phase bias PoPE's attention score peaks exactly at the query position for any "
                   "content (what and where are decoupled), while RoPE's preferred offset moves with the content.",
-        metric="trials with PoPE argmax at s = t; trials with RoPE argmax elsewhere; max |score identity error|",
-        measured={"pope_peak_at_t": pope_at, "rope_peak_elsewhere": rope_away, "trials": trials,
-                  "identity_max_abs_err": err},
-        threshold=f"PoPE {trials}/{trials}, RoPE elsewhere in > {trials // 2}/{trials}, identity error <= 1e-10",
-        held=held, gate=True, paper=PAPER_B,
-        details=f"query at t, one random key replicated at every position s, delta = 0, {trials} trials; "
-                f"argmax offset s* - t histograms: PoPE {_hist(dec['pope_offsets'])}, RoPE "
-                f"{_hist(dec['rope_offsets'])}. Sanity (holds by construction for a correct PoPE): with delta = 0 "
-                "every term softplus(q_c) softplus(k_c) cos((s - t) theta_c) is largest at s = t, so the PoPE part "
-                "and the identity error (implementation vs the polar formula) fail only if the encoding is wrong "
-                "(e.g. a signed magnitude or a content phase; tested). Can fail: the RoPE part, an empirical "
-                "property of random content (no seeds: deterministic draws).",
+        metric="trials with PoPE argmax at s = t; fraction of trials with RoPE argmax elsewhere",
+        measured={"pope_peak_at_t": pope_at, "rope_peak_elsewhere": rope_away, "trials": trials},
+        threshold=f"PoPE {trials}/{trials}, RoPE elsewhere in > {trials // 2}/{trials}",
+        decision=dec_b, kind="gate", paper=PAPER_B,
+        details=f"{dec_b.text()}. Query at t, one random key replicated at every position s, delta = 0, {trials} "
+                f"trials; argmax offset s* - t histograms: PoPE {_hist(dec['pope_offsets'])}, RoPE "
+                f"{_hist(dec['rope_offsets'])}. The PoPE part holds by construction for a correct PoPE (with "
+                "delta = 0 every term softplus(q_c) softplus(k_c) cos((s - t) theta_c) is largest at s = t) and "
+                "fails only if the encoding is wrong (e.g. a signed magnitude or a content phase; tested); the "
+                "RoPE part, an empirical property of random content, can fail.",
     )
+    b0 = Claim(
+        id="B0",
+        statement="PoPE's encoded q.k equals the polar score formula sum_c softplus(q_c) softplus(k_c) "
+                  "cos((s - t) theta_c) (implementation check).",
+        metric="max |2d-dim dot product of the encoded q, k - polar formula| over trials and positions (fp64)",
+        measured={"identity_max_abs_err": err},
+        threshold="<= 1e-10",
+        decision=stats.exact(err, 1e-10, "<="), kind="sanity", paper=PAPER_B,
+        details="Holds by construction for a correct implementation (deterministic, fp64, so exact); a signed "
+                f"magnitude or a content phase breaks it (tested). max abs error {err:.2g}.",
+    )
+    return b, b0
 
 
 # ------------------------------------------------------------------------------------------- claim C
@@ -172,6 +230,7 @@ def claim_c(runs: list[dict]) -> Claim:
            for a in ("pope", "rope")}
     gap = float(np.mean(acc["pope"]) - np.mean(acc["rope"]))
     gaps = [p - r for p, r in zip(acc["pope"], acc["rope"])]
+    dec = stats.decide(gap, stats.paired_t_interval(acc["pope"], acc["rope"]), CLAIM_C_POINTS, ">=")
     return Claim(
         id="C",
         statement="On Indirect Indexing PoPE reaches high accuracy (paper 94.8 %) where RoPE stays near chance "
@@ -180,12 +239,12 @@ def claim_c(runs: list[dict]) -> Claim:
         measured={"gap_points": gap, "pope_mean": float(np.mean(acc["pope"])),
                   "rope_mean": float(np.mean(acc["rope"]))},
         threshold=f">= {CLAIM_C_POINTS} points",
-        held=gap >= CLAIM_C_POINTS, gate=True, paper=PAPER_C, per_seed=gaps,
-        details="per-seed accuracy (%): " + "; ".join(f"{a}: {[round(v, 1) for v in acc[a]]}" for a in acc)
+        decision=dec, kind="gate", paper=PAPER_C, per_seed=gaps,
+        details=f"{dec.text()} (paired t interval over the seeds). per-seed accuracy (%): "
+                + "; ".join(f"{a}: {[round(v, 1) for v in acc[a]]}" for a in acc)
                 + ". Nothing holds by construction: both arms are trained; chance is 1/alphabet."
-                + decide_note(gaps, gap, CLAIM_C_POINTS, "Gap")
-                + ("" if gap >= CLAIM_C_POINTS else
-                   " Not held; at short training budgets neither encoding learns the task (spec 6 calibration), "
+                + ("" if dec.held else
+                   " At short training budgets neither encoding learns the task (spec 6 calibration), "
                    "so a small-budget run says nothing about the paper's claim."),
     )
 
@@ -235,4 +294,4 @@ def fig_ii(runs: list[dict]):
 
 
 __all__ = ["CLAIM_A_MARGIN", "CLAIM_A_PENALTY", "CLAIM_C_POINTS", "DECOUPLING_DEFAULTS", "claim_a", "claim_b",
-           "claim_c", "decoupling_check", "decide_note", "fig_extrapolation", "fig_decoupling", "fig_ii"]
+           "claim_c", "decoupling_check", "fig_extrapolation", "fig_decoupling", "fig_ii"]

@@ -145,8 +145,10 @@ def train_extrapolation_arm(arm: str, seed: int, cfg: dict) -> dict:
     hist = train_lm(model, train, steps=cfg["steps"], batch_size=cfg["batch_size"], ctx=cfg["ctx"], optimizer=opt,
                     lr_lambda=warmup_cosine(cfg["steps"], cfg["warmup_frac"]), clip=1.0,
                     generator=torch_generator(seed), progress=f"{arm} seed {seed}")
-    losses = length_extrapolation_eval(model, val, cfg["eval_lengths"], n_windows=cfg["eval_windows"])
-    out = {"arm": arm, "seed": seed, "losses": {str(k): v for k, v in losses.items()},
+    windows = length_extrapolation_eval(model, val, cfg["eval_lengths"], n_windows=cfg["eval_windows"],
+                                        per_window=True)
+    out = {"arm": arm, "seed": seed, "losses": {str(k): float(np.mean(v)) for k, v in windows.items()},
+           "window_losses": {str(k): v for k, v in windows.items()},
            "final_train_loss": float(np.mean(hist.train_loss[-20:])), "time_s": time.perf_counter() - t0}
     if arm == "pope":
         deltas = torch.stack([e.clamped_delta().detach() for e in model.encodings()])
@@ -172,7 +174,7 @@ def run(config: dict) -> Result:
 
     dec = decoupling_check(config["decoupling_trials"], config["decoupling_head_dim"], config["decoupling_t"],
                            config["decoupling_max_pos"], seed=config["seed"])
-    claims = [claim_a_, claim_b(dec, config["decoupling_trials"])]
+    claims = [claim_a_, *claim_b(dec, config["decoupling_trials"])]
     metrics: dict[str, Any] = {
         "extrapolation_runs": runs, **stats_a,
         "mean_loss": {a: {str(t): float(np.mean([r["losses"][str(t)] for r in runs if r["arm"] == a]))

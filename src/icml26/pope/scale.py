@@ -331,7 +331,7 @@ def run_paper(config: dict):
         claims.append(ca)
     dec = decoupling_check(config["decoupling_trials"], config["decoupling_head_dim"], config["decoupling_t"],
                            config["decoupling_max_pos"], seed=config["seed"])
-    claims.append(claim_b(dec, config["decoupling_trials"]))
+    claims.extend(claim_b(dec, config["decoupling_trials"]))
     result = Result(slug="pope", scale="paper", config=config, metrics={"runs": runs, **stats, "decoupling": dec},
                     claims=claims)
     if lengths:

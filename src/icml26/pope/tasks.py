@@ -141,7 +141,8 @@ def indexing_accuracy(model, x: torch.Tensor, y: torch.Tensor, batch_size: int =
 
 @torch.no_grad()
 def length_extrapolation_eval(model, data: torch.Tensor, lengths: list[int] | tuple[int, ...], *,
-                              n_windows: int = 40, batch_size: int = 8) -> dict[int, float]:
+                              n_windows: int = 40, batch_size: int = 8,
+                              per_window: bool = False) -> dict[int, float] | dict[int, list[float]]:
     """Mean next-token loss (nats/token) at each evaluation length, zero-shot.
 
     Args:
@@ -151,8 +152,10 @@ def length_extrapolation_eval(model, data: torch.Tensor, lengths: list[int] | tu
         n_windows: non-overlapping windows of T + 1 tokens taken from the start of `data`; the model reads the
             first T (positions 0..T-1) and the loss averages all T next-token predictions (spec 6A / 9).
         batch_size: windows per forward pass.
+        per_window: return each window's mean loss instead (the items of claim A's bootstrap; their mean is the
+            overall loss, every window holding T predictions).
     Returns:
-        {T: loss} with T as ints.
+        {T: loss} with T as ints ({T: [loss of window 0, ...]} with `per_window`).
     Raises:
         ValueError: a non-integer or < 2 length (64.5 is refused, never truncated), token ids outside the model's
             vocabulary, a stream too short for n_windows windows; TypeError: non-integer token ids.
@@ -169,19 +172,21 @@ def length_extrapolation_eval(model, data: torch.Tensor, lengths: list[int] | tu
         if len(data) < n_windows * (T + 1):
             raise ValueError(f"data has {len(data)} tokens, fewer than the {n_windows} x {T + 1} needed for "
                              f"{n_windows} windows at length {T}")
+    if not isinstance(per_window, bool):
+        raise TypeError(f"per_window must be a bool, got {type(per_window).__name__}")
     was = model.training
     model.eval()
-    out: dict[int, float] = {}
+    out: dict = {}
     for T in lengths:
         windows = fixed_windows(data, n_windows, T + 1)  # T inputs, T predictions
-        total, count = 0.0, 0
+        rows: list[float] = []
         for i in range(0, n_windows, batch_size):
             b = windows[i:i + batch_size]
             logits = lm_logits(model, b[:, :-1])
-            total += float(F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), b[:, 1:].reshape(-1),
-                                           reduction="sum"))
-            count += b[:, 1:].numel()
-        out[T] = total / count
+            nll = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), b[:, 1:].reshape(-1),
+                                  reduction="none").view(b.shape[0], -1)
+            rows += nll.double().mean(1).tolist()
+        out[T] = rows if per_window else float(sum(rows) / len(rows))
     model.train(was)
     return out
 
