@@ -29,9 +29,13 @@ def _harmonic(shift=0.0, draft_shift=0.5, n=6000, seed=0):
 
 def test_l1a_holds_for_the_exact_law_and_fails_for_a_shifted_chain_or_a_powerless_test():
     c = E._part_a(CFG, _harmonic(), {})
-    assert c.held and c.gate and c.paper
-    assert not E._part_a(CFG, _harmonic(shift=0.1), {}).held          # LSD law shifted by 0.1 sd
-    assert not E._part_a(CFG, _harmonic(draft_shift=0.0), {}).held    # the test could not see a biased draft
+    assert c.verdict == "held" and c.gate and c.paper
+    mean, cov = harmonic_exact_law(1.0, 1.0, 1.0, 1.0, 0.1, 1.5, 0.0, CFG["a_steps"])
+    broken = E._part_a(CFG, _harmonic(shift=0.1 * math.sqrt(cov[0, 0])), {})  # LSD law shifted by 0.1 sd
+    assert broken.verdict == "not held"
+    assert E._part_a(CFG, _harmonic(draft_shift=0.0), {}).verdict == "not held"  # the test cannot see the draft
+    tiny = E._part_a(CFG, _harmonic(n=40), {})  # 40 replicas cannot bound a bias to 0.05 sd
+    assert tiny.verdict == "inconclusive"
 
 
 # ------------------------------------------------------------------------------------------ L1-C
@@ -51,10 +55,12 @@ def _equilibrium(bias=0.0, seed=0, n_rep=8, n=400):
 
 def test_l1c_holds_for_the_same_law_and_fails_for_a_biased_arm():
     cfg = dict(CFG, c_thin=10)
-    c, _ = E._part_c(cfg, _equilibrium(), {})
-    assert c.held and "independent" in c.details
-    bad, _ = E._part_c(cfg, _equilibrium(bias=0.2), {})
-    assert not bad.held
+    c, _ = E._part_c(cfg, _equilibrium(n=8000), {})
+    assert c.verdict == "held" and "independent" in c.details and c.interval.method == "welch-t"
+    bad, _ = E._part_c(cfg, _equilibrium(bias=0.2), {})  # a broken LSD arm, biased by 2 per-frame sd
+    assert bad.verdict == "not held"
+    tiny, _ = E._part_c(cfg, _equilibrium(n_rep=3, n=60), {})  # 3 short replicas: the interval spans the margin
+    assert tiny.verdict == "inconclusive"
 
 
 def test_compare_to_serial_uses_the_unpaired_se_of_replica_means():
@@ -69,8 +75,9 @@ def test_compare_to_serial_uses_the_unpaired_se_of_replica_means():
 
 
 # ------------------------------------------------------------------------------------------ L2 / L3
-def _row(A, spr, kind="lj13", tag="grid", acc_mode="calibrated", pred_err=0.0, seed=0, n=12000):
+def _row(A, spr, kind="lj13", tag="grid", acc_mode="calibrated", pred_err=0.0, seed=0, n=12000, rounds=None):
     rng = np.random.default_rng(seed)
+    rounds = 5000 // max(int(spr), 1) if rounds is None else rounds
     deltas = rng.uniform(0.0, 1.5, n)
     alpha = erfc(deltas / (2 * math.sqrt(2)))
     accepted = rng.random(n) < alpha if acc_mode == "calibrated" else np.ones(n, bool)
@@ -78,7 +85,8 @@ def _row(A, spr, kind="lj13", tag="grid", acc_mode="calibrated", pred_err=0.0, s
             "acceptance": float(accepted.mean()), "predicted_acceptance": float(alpha.mean()),
             "predicted_steps_per_round": spr * (1 + pred_err), "verified": n, "accepted": accepted, "deltas": deltas,
             "position": np.zeros(n, int), "target_evals_per_step": 2.0, "rms_force_error": 0.1 + A, "wall_time": 1.0,
-            "steps": 5000, "round_length_sd": 3.0, "rounds": 5000 // max(int(spr), 1)}
+            "steps": 5000, "round_length_sd": 1.0, "rounds": rounds,
+            "round_lengths": rng.normal(spr, 1.0, rounds)}
 
 
 def _cluster(**over):
@@ -97,20 +105,26 @@ def _b(res):
 
 def test_l2_l3_hold_for_good_rows():
     l2, l3 = _b(_cluster())
-    assert l2.held and l3.held and l2.paper and l3.paper
+    assert l2.verdict == "held" and l3.verdict == "held" and l2.paper and l3.paper
+
+
+def test_l2_on_a_tiny_sample_is_inconclusive():
+    # 3 rounds per run: the band at A = 0.2 (6 vs 4) and the trends cannot be told from noise of sd 1
+    l2, _ = _b(_cluster(rounds=3))
+    assert l2.verdict == "inconclusive"
 
 
 @pytest.mark.parametrize("res", [_cluster(spr={0.2: 3.0}),          # below the band at A = 0.2
                                  _cluster(spr={0.5: 7.0}),          # not decreasing in A
                                  _cluster(lj38=8.0)])               # larger system accepts more
 def test_l2_fails_for_a_broken_arm(res):
-    assert not _b(res)[0].held
+    assert _b(res)[0].verdict == "not held"
 
 
 @pytest.mark.parametrize("res", [_cluster(acc_mode="all_accepted"),  # accept decisions ignore the deltas
                                  _cluster(pred_err=0.2)])           # the steps-per-round prediction is off by 20%
 def test_l3_fails_for_a_broken_arm(res):
-    assert not _b(res)[1].held
+    assert _b(res)[1].verdict == "not held"
 
 
 # ------------------------------------------------------------------------------------------ config
@@ -134,3 +148,9 @@ def test_config_contract():
         E.validate_config(dict(cfg, scale=scale))
         assert set(cfg) <= set(E.CONFIG_HELP), set(cfg) - set(E.CONFIG_HELP)
     assert set(E.EXPECTED_RUNTIME_S) == {"smoke", "small", "paper"}
+
+
+def test_validate_config_refuses_an_unknown_key():
+    for scale in ("smoke", "small"):
+        with pytest.raises(ValueError, match="c_replica"):  # a typo of c_replicas fails before any compute
+            E.validate_config({**E.CONFIGS[scale], "c_replica": 8, "scale": scale})

@@ -386,8 +386,9 @@ def test_experiment_smoke():
     res = experiment.run(cfg)
     ids = [c.id for c in res.claims]
     assert ids == ["L1-A", "L1-C", "L2", "L3", "L4"]
-    assert all(isinstance(c.held, bool) and c.measured for c in res.claims)
-    assert [c.gate for c in res.claims] == [True, True, True, True, False]
+    assert all(c.verdict in ("held", "not held", "inconclusive") and c.measured for c in res.claims)
+    assert [c.kind for c in res.claims] == ["gate", "gate", "gate", "gate", "report"]
+    assert res.claims[-1].verdict == "inconclusive"  # L4: one timing never decides
     assert set(res._pending_figures) == {"steps_per_round", "energy_histograms"}
     for key in ("A_harmonic", "B_grid", "C_equilibrium", "D_walltime", "L3"):
         assert key in res.metrics

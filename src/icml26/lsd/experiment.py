@@ -20,6 +20,7 @@ the independent units). The sample correlation of replica r's LSD and serial mea
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import math
 import time
@@ -28,6 +29,7 @@ from typing import Any
 import numpy as np
 from scipy import stats as sps
 
+from icml26.common import stats
 from icml26.common.parallel import run_parallel
 from icml26.common.validation import check_choice, check_float, check_int, check_seed, require_keys
 from icml26.results import Claim, Result
@@ -223,7 +225,8 @@ def job_cluster(cfg: dict, kind: str, A: float, lookahead: int, n_steps: int, se
             "verified": int(len(s.accepted)), "accepted": s.accepted, "deltas": s.deltas,
             "position": s.position_in_round, "target_evals_per_step": s.target_evals_per_step,
             "rms_force_error": float(np.sqrt(np.mean(df * df))), "wall_time": s.wall_time, "steps": s.steps,
-            "round_length_sd": float(np.std(rl, ddof=1)) if len(rl) > 1 else float("nan"), "rounds": s.rounds}
+            "round_length_sd": float(np.std(rl, ddof=1)) if len(rl) > 1 else float("nan"), "rounds": s.rounds,
+            "round_lengths": np.asarray(rl, dtype=float)}
 
 
 def job_equilibrium(cfg: dict, method: str, replica: int, seed: int) -> dict:
@@ -430,53 +433,131 @@ def _moments_ok(sample: np.ndarray, mean: float, var: float) -> dict:
             "var_err_se": float(abs(sample.var(ddof=1) - var) / se_var), "ks_p": float(ks.pvalue)}
 
 
+# L1-A equivalence margins: LSD's law of x_30 matches the exact Gaussian when its mean is within 0.05 exact sd and
+# its variance within 10 % (a 0.1-sd shift, or the draft's stiffer spring, lies well outside)
+A_MEAN_MARGIN = 0.05
+A_VAR_MARGIN = 0.10
+C_MARGIN_SD = 0.1  # L1-C: |mean_LSD - mean_serial| <= 0.1 per-frame sd of the observable
+
+
+def _two_sided(est: float, iv: stats.Interval, margin: float, label: str) -> list:
+    """|estimate| <= margin as two one-sided decisions (an equivalence test)."""
+    return [stats.decide(est, iv, margin, "<=", label=f"{label} <= {margin:g}"),
+            stats.decide(est, iv, -margin, ">=", label=f"{label} >= {-margin:g}")]
+
+
+def _law_parts(sample: np.ndarray, mean: float, var: float, label: str) -> tuple[list, dict]:
+    """Decisions that `sample` follows N(mean, var): mean bias (in sd) and relative variance error, each within its
+    margin; the intervals are a t interval of the standardised sample and a bootstrap of its variance."""
+    z = (np.asarray(sample, dtype=float).ravel() - mean) / math.sqrt(var)
+    iv_m = stats.t_interval(z, unit="samples")
+    iv_v = stats.bootstrap_interval(z, _var_minus_one, n_resamples=1000, method="percentile")  # n is large
+    bias, verr = float(z.mean()), float(z.var(ddof=1) - 1.0)
+    parts = (_two_sided(bias, iv_m, A_MEAN_MARGIN, f"{label} mean bias (sd)")
+             + _two_sided(verr, iv_v, A_VAR_MARGIN, f"{label} variance error"))
+    return parts, {"bias_sd": bias, "bias_interval": [iv_m.low, iv_m.high], "var_err": verr,
+                   "var_err_interval": [iv_v.low, iv_v.high]}
+
+
+def _var_minus_one(z: np.ndarray) -> float:
+    return float(np.var(z, ddof=1) - 1.0)
+
+
+def _outside(sample: np.ndarray, mean: float, var: float, label: str):
+    """The power check: the draft-only law lies outside the equivalence margins. Of its mean and variance errors
+    the one further from 0 in interval half-widths is decided against its margin, outward."""
+    z = (np.asarray(sample, dtype=float).ravel() - mean) / math.sqrt(var)
+    iv_m = stats.t_interval(z, unit="samples")
+    iv_v = stats.bootstrap_interval(z, _var_minus_one, n_resamples=1000, method="percentile")  # n is large
+    cands = []
+    for est, iv, margin, what in ((float(z.mean()), iv_m, A_MEAN_MARGIN, "mean bias (sd)"),
+                                  (float(z.var(ddof=1) - 1.0), iv_v, A_VAR_MARGIN, "variance error")):
+        half = max(iv.width / 2, 1e-12)
+        if est >= 0:
+            d = stats.decide(est, iv, margin, ">=", label=f"{label} {what} >= {margin:g}")
+        else:
+            d = stats.decide(est, iv, -margin, "<=", label=f"{label} {what} <= {-margin:g}")
+        cands.append((abs(est) / half, d))
+    return max(cands, key=lambda c: c[0])[1]
+
+
 def _part_a(cfg: dict, res: dict, metrics: dict) -> Claim:
     from icml26.lsd.data import harmonic_exact_law
 
-    out, ok = {}, True
+    out, parts = {}, []
     for dim in cfg["a_dims"]:
-        parts = res["harmonic"][dim]
-        x = np.concatenate([p["x"] for p in parts]).ravel()
-        w = np.concatenate([p["w"] for p in parts]).ravel()
-        acc = np.concatenate([p["accepted"] for p in parts])
-        dels = np.concatenate([p["deltas"] for p in parts])
+        pieces = res["harmonic"][dim]
+        x = np.concatenate([p["x"] for p in pieces]).ravel()
+        w = np.concatenate([p["w"] for p in pieces]).ravel()
+        acc = np.concatenate([p["accepted"] for p in pieces])
+        dels = np.concatenate([p["deltas"] for p in pieces])
         mean, cov = harmonic_exact_law(1.0, 1.0, 1.0, 1.0, 0.1, 1.5, 0.0, cfg["a_steps"])
         lsd_x = _moments_ok(x, mean[0], cov[0, 0])
         lsd_w = _moments_ok(w, mean[1], cov[1, 1])
         base = res["harmonic_baselines"][dim]
         ser = _moments_ok(base["serial"], mean[0], cov[0, 0])
         dro = _moments_ok(base["draft_only"], mean[0], cov[0, 0])
-        steps = sum(p["steps"] for p in parts)
-        rounds = sum(p["rounds"] for p in parts)
+        px, eqx = _law_parts(x, mean[0], cov[0, 0], f"{dim}d LSD x")
+        power = _outside(base["draft_only"], mean[0], cov[0, 0], f"{dim}d draft-only x")
+        parts += px + [power]
+        steps = sum(p["steps"] for p in pieces)
+        rounds = sum(p["rounds"] for p in pieces)
         d = {"exact_mean": float(mean[0]), "exact_sd": float(math.sqrt(cov[0, 0])), "lsd_x": lsd_x, "lsd_w": lsd_w,
              "serial_x": ser, "draft_only_x": dro, "acceptance": float(acc.mean()),
-             "predicted_acceptance": float(_alpha(dels).mean()), "steps_per_round": steps / rounds}
-        d["held"] = bool(lsd_x["ks_p"] > 1e-3 and lsd_x["mean_err_se"] <= 4 and lsd_x["var_err_se"] <= 4
-                         and dro["ks_p"] < 1e-6)
-        ok &= d["held"]
+             "predicted_acceptance": float(_alpha(dels).mean()), "steps_per_round": steps / rounds,
+             "lsd_x_equivalence": eqx, "draft_only_outside": power.verdict}
         out[f"{dim}d"] = d
+    dec = stats.all_of(*parts, label="L1-A")
     metrics["A_harmonic"] = out
     measured = {f"{k}_{m}": v for k, d in out.items() for m, v in (
-        ("lsd_ks_p", d["lsd_x"]["ks_p"]), ("lsd_mean_err_se", d["lsd_x"]["mean_err_se"]),
-        ("lsd_var_err_se", d["lsd_x"]["var_err_se"]), ("draft_only_ks_p", d["draft_only_x"]["ks_p"]))}
+        ("lsd_bias_sd", d["lsd_x_equivalence"]["bias_sd"]), ("lsd_var_err", d["lsd_x_equivalence"]["var_err"]),
+        ("lsd_ks_p", d["lsd_x"]["ks_p"]), ("draft_only_ks_p", d["draft_only_x"]["ks_p"]))}
     details = "; ".join(
-        f"{k}: exact N({d['exact_mean']:.3f}, {d['exact_sd']:.3f}^2); LSD x_{cfg['a_steps']} KS p={d['lsd_x']['ks_p']:.3g}"
-        f" (w: p={d['lsd_w']['ks_p']:.3g}), serial target p={d['serial_x']['ks_p']:.3g}, draft-only "
-        f"p={d['draft_only_x']['ks_p']:.3g}; acceptance {d['acceptance']:.4f} vs predicted "
+        f"{k}: exact N({d['exact_mean']:.3f}, {d['exact_sd']:.3f}^2); LSD x_{cfg['a_steps']} mean bias "
+        f"{d['lsd_x_equivalence']['bias_sd']:+.4f} sd, variance error {d['lsd_x_equivalence']['var_err']:+.4f}, "
+        f"KS p={d['lsd_x']['ks_p']:.3g} (w: p={d['lsd_w']['ks_p']:.3g}), serial target p={d['serial_x']['ks_p']:.3g}, "
+        f"draft-only p={d['draft_only_x']['ks_p']:.3g}; acceptance {d['acceptance']:.4f} vs predicted "
         f"{d['predicted_acceptance']:.4f}; steps/round {d['steps_per_round']:.2f} of K={cfg['a_lookahead']}"
         for k, d in out.items())
     return Claim(id="L1-A", statement="LSD trajectories have exactly the target model's distribution "
                  "(known-answer harmonic case), while draft-only sampling is biased.",
-                 metric="KS p-value and moment errors (in SE) of x_30 vs the exact Gaussian law; draft-only KS p",
-                 measured=measured, threshold="LSD KS p > 1e-3 and |mean|, |var| errors <= 4 SE (1-D and 3-D); "
-                 "draft-only KS p < 1e-6", held=ok, gate=True,
-                 details=details + f". One run of {cfg['a_replicas']} independent replicas per dimension (the replicas "
-                 "are the sample; the KS p-value and the SE-scaled errors are the uncertainty statement). Can fail: "
-                 "the LSD parts (a wrong coupling or velocity bookkeeping shifts the law, see tests). Sanity/power: "
-                 "draft-only p < 1e-6 shows the test can see the draft's bias at this size; the serial-target "
-                 "p-value is reported as the null reference.",
+                 metric="mean bias (exact sd) and relative variance error of x_30 vs the exact Gaussian law "
+                 "(equivalence), and the draft-only law outside the same margins",
+                 measured=measured, threshold=f"LSD |mean bias| <= {A_MEAN_MARGIN} sd and |variance error| <= "
+                 f"{A_VAR_MARGIN} (1-D and 3-D); draft-only outside them",
+                 decision=dec, kind="gate",
+                 details=f"{dec.text()}. " + details + f". One run of {cfg['a_replicas']} independent replicas per "
+                 "dimension (the replicas are the sample: t interval of the standardised mean, bootstrap of the "
+                 "variance; KS p-values reported). Can fail: the LSD parts (a wrong coupling or velocity bookkeeping "
+                 "shifts the law, see tests). Power: the draft-only part shows the test can see the draft's bias at "
+                 "this size; the serial-target p-value is reported as the null reference.",
                  paper="no number accessible; exactness is the paper's guarantee (the LSD trajectory has exactly the "
                        "target model's distribution)")
+
+
+def _rl(r: dict) -> np.ndarray:
+    """A run's complete round lengths (the units of its steps-per-round interval)."""
+    return np.asarray(r["round_lengths"], dtype=float)
+
+
+def _spr(r: dict) -> tuple[float, stats.Interval]:
+    rl = _rl(r)
+    return float(rl.mean()), stats.t_interval(rl, unit="rounds")
+
+
+def _welch(a: np.ndarray, b: np.ndarray) -> tuple[float, stats.Interval]:
+    """mean(a) - mean(b) of two independent runs' round lengths, Welch t interval (scipy.stats.ttest_ind)."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    n = len(a) + len(b)
+    if len(a) < 2 or len(b) < 2:
+        return float(a.mean() - b.mean()), stats.Interval(-math.inf, math.inf, method="welch-t", n=n, unit="rounds")
+    se = math.sqrt(a.var(ddof=1) / len(a) + b.var(ddof=1) / len(b))
+    if se == 0:  # no spread at all: the difference is known exactly
+        d = float(a.mean() - b.mean())
+        return d, stats.Interval(d, d, method="welch-t", n=n, unit="rounds", sd=0.0)
+    ci = sps.ttest_ind(a, b, equal_var=False).confidence_interval(0.95)
+    return float(a.mean() - b.mean()), stats.Interval(float(ci.low), float(ci.high), method="welch-t", n=n,
+                                                      unit="rounds", sd=se * math.sqrt(n))
 
 
 def _spr_se(r: dict) -> float:
@@ -501,26 +582,33 @@ def _part_b(cfg: dict, res: dict, metrics: dict) -> tuple[list[Claim], Any]:
     lj13_main = {r["A"]: r for r in main}
     metrics["B_lj38"] = {f"A={a}": {"steps_per_round": r["steps_per_round"], "acceptance": r["acceptance"],
                                     "rms_force_error": r["rms_force_error"]} for a, r in lj38.items()}
-    band_ok = all(spr.get(a, -1) >= b for a, b in bands.items() if a in cfg["b_A"])
-    vals = [spr[a] for a in sorted(spr)]
-    decreasing = all(vals[i] > vals[i + 1] for i in range(len(vals) - 1))
-    size_ok = (0.2 in lj38 and 0.2 in lj13_main
-               and lj38[0.2]["steps_per_round"] < lj13_main[0.2]["steps_per_round"])
+    parts = []
+    for r in main:  # bands: steps per round >= the band, a t interval over the run's rounds
+        if r["A"] in bands:
+            est, iv = _spr(r)
+            parts.append(stats.decide(est, iv, bands[r["A"]], ">=", label=f"A={r['A']} steps/round >= {bands[r['A']]}"))
+    for r0, r1 in zip(main, main[1:]):  # strictly decreasing in A: each consecutive pair, Welch interval
+        est, iv = _welch(_rl(r0), _rl(r1))
+        parts.append(stats.decide(est, iv, 0.0, ">=", label=f"steps/round(A={r0['A']}) - steps/round(A={r1['A']}) > 0"))
+    if 0.2 in lj38 and 0.2 in lj13_main:  # LJ-38 < LJ-13 at A = 0.2
+        est, iv = _welch(_rl(lj13_main[0.2]), _rl(lj38[0.2]))
+        parts.append(stats.decide(est, iv, 0.0, ">=", label="steps/round LJ-13 - LJ-38 at A=0.2 > 0"))
+    else:
+        parts.append(stats.exact(float("nan"), 0.0, ">=", label="LJ-38 vs LJ-13 at A=0.2 (not run)"))
+    dec2 = stats.all_of(*parts, label="L2")
     measured = {f"LJ13_A={a}": v for a, v in spr.items()}
     measured.update({f"LJ38_A={a}": r["steps_per_round"] for a, r in lj38.items()})
     l2 = Claim(id="L2", statement="LSD gives a multi-fold speedup (3-9x in the paper) that shrinks as the draft "
                "error and the system size grow.",
                metric=f"steps per sequential target round (latency speedup vs serial), LJ-13 K={K0}",
                measured=measured, threshold=">= 8 / 4 / 1.8 for A = 0.05 / 0.2 / 0.5, strictly decreasing in A, "
-               "and LJ-38 < LJ-13 at A = 0.2", held=band_ok and decreasing and size_ok, gate=True,
+               "and LJ-38 < LJ-13 at A = 0.2", decision=dec2, kind="gate",
                paper="3-9x single-trajectory speedup across systems and draft-target pairs (no per-system table "
                      "accessible); rejection grows with system size",
-               details=f"bands held: {band_ok}, decreasing: {decreasing}, LJ-38 < LJ-13 at A=0.2: {size_ok}. "
-               "One trajectory per setting; the uncertainty of steps per round is the SE over its (nearly "
-               "independent) rounds: " + "; ".join(
+               details=f"{dec2.text()}. One trajectory per setting; every part is decided over its (nearly "
+               "independent) complete rounds: t interval of the mean round length for the bands, Welch t interval "
+               "of the difference for the trends: " + "; ".join(
                    f"A={r['A']}: {r['steps_per_round']:.2f} +- {_spr_se(r):.2f} vs band {bands.get(r['A'], float('nan'))}"
-                   + ("" if r["A"] not in bands else (" (decided)" if abs(r["steps_per_round"] - bands[r["A"]])
-                                                       > 2 * _spr_se(r) else " (within 2 SE: cannot decide at this size)"))
                    for r in main)
                + ". Can fail: every part (bands, monotonicity, size trend). "
                "RMS force error per component (A: value): " + ", ".join(
@@ -535,26 +623,37 @@ def _part_b(cfg: dict, res: dict, metrics: dict) -> tuple[list[Claim], Any]:
     rel = {r["A"]: abs(r["predicted_steps_per_round"] - r["steps_per_round"]) / r["steps_per_round"] for r in main}
     rel_all = {f"A={r['A']},K={r['K']}": abs(r["predicted_steps_per_round"] - r["steps_per_round"])
                / r["steps_per_round"] for r in grid}
-    enough = len(acc) >= 1e4
-    l3_ok = abs(emp - pred) <= 0.02 and all(v <= 0.10 for v in rel.values())
+    resid = acc.astype(float) - _alpha(dels)  # per verified step: accepted - predicted probability
+    gap_iv = stats.t_interval(resid, unit="verified steps")
+    # the gap's natural scale is near 0: resolution 0.002 (a tenth of the 0.02 tolerance)
+    parts3 = [stats.decide(emp - pred, gap_iv, 0.02, "<=", atol=0.002, label="acceptance gap <= 0.02"),
+              stats.decide(emp - pred, gap_iv, -0.02, ">=", atol=0.002, label="acceptance gap >= -0.02"),
+              stats.exact(len(acc), 1e4, ">=", label="verified steps >= 1e4")]
+    for r in main:  # predicted / observed steps per round - 1 within 10 %, the observed mean's interval over rounds
+        est, iv = _spr(r)
+        p_ = r["predicted_steps_per_round"]
+        if iv.low > 0 and math.isfinite(iv.high):
+            riv = stats.Interval(p_ / iv.high - 1.0, p_ / iv.low - 1.0, method="t (ratio)", n=iv.n, unit="rounds",
+                                 sd=iv.sd * p_ / est ** 2)
+        else:
+            riv = stats.Interval(-math.inf, math.inf, method="t (ratio)", n=iv.n, unit="rounds")
+        parts3 += _two_sided(p_ / est - 1.0, riv, 0.10, f"A={r['A']} steps/round prediction error")
+    dec3 = stats.all_of(*parts3, label="L3")
     metrics["L3"] = {"verified_steps": len(acc), "empirical_acceptance": emp, "predicted_acceptance": pred,
                      "steps_per_round_rel_error": rel_all}
     l3 = Claim(id="L3", statement="The speedup is predicted by the theory: acceptance = 2 Phi(-delta/2) per step "
                "and steps per round = sum_p prod_{j<p} alpha_j.",
-               metric=f"|empirical - predicted acceptance| (pooled over the K={K0} runs) and relative error of "
+               metric=f"empirical - predicted acceptance (pooled over the K={K0} runs) and relative error of "
                "predicted vs observed steps per round per run",
                measured={"acceptance_gap": abs(emp - pred), "verified_steps": len(acc),
                          **{f"rel_err_A={a}": v for a, v in rel.items()}},
-               threshold="acceptance gap <= 0.02 over >= 1e4 verified steps; steps-per-round prediction within 10%",
-               held=l3_ok and enough, gate=True,
+               threshold="|acceptance gap| <= 0.02 over >= 1e4 verified steps; steps-per-round prediction within 10%",
+               decision=dec3, kind="gate",
                paper="qualitative: the achievable speedup is derived as a function of physical parameters (number "
                      "of atoms, temperature, draft/target pairing); no number accessible",
-               details=f"empirical {emp:.4f} vs predicted {pred:.4f} over {len(acc)} verified steps (binomial SE "
-               f"{math.sqrt(max(emp * (1 - emp), 1e-12) / max(len(acc), 1)):.4f} vs margin {0.02 - abs(emp - pred):+.4f}: "
-               + ("decided" if 0.02 - abs(emp - pred) > 2 * math.sqrt(max(emp * (1 - emp), 1e-12) / max(len(acc), 1))
-                  else "cannot decide at this size") + "). Can fail: both parts (the prediction uses only the "
+               details=f"{dec3.text()}. Empirical {emp:.4f} vs predicted {pred:.4f} over {len(acc)} verified steps "
+               "(t interval of accepted - alpha(delta) per step). Can fail: both parts (the prediction uses only the "
                "measured deltas, never the accept decisions; a coupling with the wrong acceptance law fails it)"
-               + ("" if enough else " (fewer than 1e4 verified steps: not enough for the check)")
                + "; relative errors over the whole grid (reported, K=" + str(K0) + " gated): "
                + ", ".join(f"{k}: {v:.3f}" for k, v in rel_all.items()))
 
@@ -606,36 +705,45 @@ def _part_c(cfg: dict, res: dict, metrics: dict) -> tuple[Claim, Any]:
     for r in res["equilibrium"]:
         by.setdefault(r["method"], []).append(r)
     thin = cfg["c_thin"]
-    summary, ok, det = {}, True, []
+    summary, parts, det = {}, [], []
     for obs in ("energy", "rg"):
         ref = [r[obs] for r in by["serial"]]
+        # equivalence margin: a bias of a tenth of the observable's thermal spread (per-frame sd under the serial
+        # target); draft-only's bias is reported beside it as the size of an error the test must see
+        margin = C_MARGIN_SD * float(np.std(np.concatenate(ref), ddof=1))
         for m in [m for m in by if m != "serial"]:
             cmp = compare_to_serial([r[obs] for r in by[m]], ref, thin)
+            cmp["margin"] = margin
             summary[f"{obs}_{m}"] = cmp
             if m == "lsd":
-                ok &= cmp["diff_over_se"] < 3 and cmp["ks_p"] > 1e-3
+                est, iv = _welch(np.asarray(cmp["replica_means"]), np.asarray(cmp["serial_replica_means"]))
+                iv = dataclasses.replace(iv, unit="replicas")
+                parts += _two_sided(est, iv, margin, f"{obs} mean LSD - serial")
             det.append(f"{obs} {m}: {cmp['mean']:.4f} vs serial {cmp['serial_mean']:.4f} ({cmp['diff_over_se']:.2f} SE,"
                        f" KS p={cmp['ks_p']:.3g}" + (f", replica-mean corr with serial {cmp['replica_corr']:+.2f}"
                                                       if m == "lsd" else "") + ")")
     metrics["C_equilibrium"] = summary
     metrics["C_lsd_stats"] = {k: float(np.mean([r["stats"][k] for r in by["lsd"]]))
                               for k in ("steps_per_round", "acceptance_rate", "target_evals_per_step")}
+    dec = stats.all_of(*parts, label="L1-C")
     claim = Claim(id="L1-C", statement="LSD samples the target's equilibrium distribution (no added error) on the "
                   "LJ-13 cluster.",
-                  metric="|mean_LSD - mean_serial| / combined SE (replica means, independent replicas) and two-sample "
-                  "KS p (thinned) for target potential energy and radius of gyration",
-                  measured={k: {"diff_over_se": v["diff_over_se"], "ks_p": v["ks_p"]}
+                  metric="mean_LSD - mean_serial of the replica means (independent replicas, Welch t interval) for "
+                  "target potential energy and radius of gyration; KS p (thinned) reported",
+                  measured={k: {"diff": v["mean"] - v["serial_mean"], "margin": v["margin"],
+                                "diff_over_se": v["diff_over_se"], "ks_p": v["ks_p"]}
                             for k, v in summary.items() if k.endswith("_lsd")},
-                  threshold="< 3 combined SE and KS p > 1e-3 for both observables", held=ok, gate=True,
-                  details=f"{cfg['c_replicas']} replicas x {cfg['c_steps']} steps after {cfg['c_burn']} burn-in; the "
+                  threshold=f"|difference| <= {C_MARGIN_SD} x the observable's per-frame sd, both observables",
+                  decision=dec, kind="gate",
+                  details=f"{dec.text()}. {cfg['c_replicas']} replicas x {cfg['c_steps']} steps after {cfg['c_burn']} burn-in; the "
                   "serial reference runs with its own seeds and starts (independent of the LSD replicas), so SE = sqrt(s_LSD^2/n + s_serial^2/n) of the "
                   "replica means is the right one for this design. " + "; ".join(det)
                   + ". Per-replica means: " + "; ".join(
                       f"{obs} LSD {summary[f'{obs}_lsd']['replica_means']} vs serial "
                       f"{summary[f'{obs}_lsd']['serial_replica_means']}" for obs in ("energy", "rg"))
                   + ". Can fail: both parts (a biased chain moves the mean by many SE: draft-only, same test, is "
-                  "reported above). It cannot prove exactness, only bound a bias larger than ~3 SE at this size; the "
-                  "KS test on samples thinned every " + str(thin) + " steps is approximate if the observables "
+                  "reported above). An equivalence test: held means the bias is bounded inside the margin, not that "
+                  "it is zero; the KS test on samples thinned every " + str(thin) + " steps is approximate if the observables "
                   "decorrelate more slowly. Draft-only and RESPA are reported, not gated (RESPA frames are outer-cycle "
                   "boundaries).",
                   paper="no number accessible; the paper reports Ramachandran plots of alanine dipeptide under LSD "
@@ -672,6 +780,16 @@ def _part_d(cfg: dict, res: dict, metrics: dict) -> Claim:
                            "friction": {r["friction"]: {"steps_per_round": r["steps_per_round"],
                                                         "acceptance": r["acceptance"]} for r in g_rows}}
     t = wt["torch"]
+    # report only: one timing and one run per trend setting, so the wall speedup is a single measurement (never
+    # decided) and the trends are Welch intervals over each run's rounds
+    parts = [stats.decide(t["wall_speedup"], stats.t_interval([t["wall_speedup"]], unit="timings"), 1.0, ">=",
+                          label="torch wall speedup > 1")]
+    for rows, what in ((kt_rows, "kT"), (g_rows, "friction")):
+        for r0, r1 in zip(rows, rows[1:]):
+            if "round_lengths" in r0 and "round_lengths" in r1:
+                est, iv = _welch(_rl(r1), _rl(r0))
+                parts.append(stats.decide(est, iv, 0.0, ">=", label=f"steps/round up with {what}"))
+    dec = stats.all_of(*parts, label="L4")
     measured = {"torch_wall_speedup": t["wall_speedup"], "torch_latency_speedup": t["latency_speedup"],
                 "torch_target_evals_ratio": t["target_evals_ratio"], "numpy_wall_speedup": wt["numpy"]["wall_speedup"],
                 "acceptance_up_with_kT": kt_up, "acceptance_up_with_friction": g_up}
@@ -682,10 +800,10 @@ def _part_d(cfg: dict, res: dict, metrics: dict) -> Claim:
                  metric="wall speedup LSD (batch verifier) vs serial with the torch target; steps per round across "
                  "kT and friction",
                  measured=measured, threshold="report: torch wall speedup > 1; steps per round increasing in kT and in "
-                 "friction", held=t["wall_speedup"] > 1 and kt_up and g_up, gate=False,
+                 "friction", decision=dec, kind="report",
                  paper="3-9x wall-clock MD throughput on parallel GPU targets; rejection grows with system size and "
                        "explicit solvent (qualitative)",
-                 details=(f"torch target on {wt['device']}: serial {t['serial_wall']:.2f} s, LSD {t['lsd_wall']:.2f} s "
+                 details=(f"{dec.text()}. torch target on {wt['device']}: serial {t['serial_wall']:.2f} s, LSD {t['lsd_wall']:.2f} s "
                           f"for {cfg['d_steps']} steps; one batched call on K+1 configs costs {t['batch_cost']:.2f}x a "
                           f"single call, a draft step {t['draft_cost_ratio']:.3f}x; numpy target: batch "
                           f"{wt['numpy']['batch_cost']:.2f}x, draft {wt['numpy']['draft_cost_ratio']:.3f}x. "
