@@ -327,10 +327,11 @@ def test_experiment_smoke():
     cfg = dict(experiment.CONFIGS["smoke"], scale="smoke")
     res = experiment.run(cfg)
     assert res.slug == "usb" and res.scale == "smoke"
-    assert {c.id for c in res.claims} == {"C1", "C2", "C3", "C4", "C4g"}
+    assert {c.id for c in res.claims} == {"C1", "C2", "C2-data", "C3", "C4", "C4g"}
     for c in res.claims:
-        assert c.measured is not None and isinstance(c.held, bool)
+        assert c.measured is not None and c.verdict in ("held", "not held", "inconclusive")
     assert {"C1", "C2", "C3"} == {c.id for c in res.claims if c.gate}
+    assert [c.id for c in res.claims if c.kind == "sanity"] == ["C2-data"]
     assert set(res.metrics["table"]) >= {"USB", "SF2M", "OTCFM", "UOTCFM", "TIGON", "truth"}
     assert np.isfinite(res.metrics["speed_vs_otcfm"]["train_time_per_iter_ratio"])
     assert {"embeddings", "counts", "heldout_t2"} <= set(res._pending_figures)

@@ -190,37 +190,46 @@ def test_validate_config_rejects_bad_values_naming_the_key():
 
 # ------------------------------------------------------------------------------------------ gates can fail
 W1 = {"USB": [0.26, 0.25, 0.28], "SF2M": [0.34, 0.35, 0.33], "OTCFM": [0.34, 0.30, 0.38], "UOTCFM": [0.36] * 3}
-CE = {"USB": [0.06, 0.02, 0.12], "SF2M": [0.33, 0.30, 0.36], "OTCFM": [0.33, 0.30, 0.36], "UOTCFM": [0.33, 0.30, 0.36]}
+CE = {"USB": [0.06, 0.05, 0.08], "SF2M": [0.33, 0.30, 0.36], "OTCFM": [0.33, 0.30, 0.36], "UOTCFM": [0.33, 0.30, 0.36]}
 
 
-def test_gate_c1_can_fail_and_its_tigon_part_is_marked_as_not_deciding():
+def test_gate_c1_held_broken_arm_not_held_tiny_sample_inconclusive():
     good = experiment.reconstruction_claim(W1, (0.24, 0.47), 3)
-    assert good.held and "never decides the verdict" in good.details and good.paper
-    assert not experiment.reconstruction_claim({**W1, "USB": [0.5, 0.45, 0.6]}, (0.24, 0.47), 3).held
-    assert not experiment.reconstruction_claim(W1, (0.7, 0.47), 3).held      # TIGON part can still flip it
+    assert good.verdict == "held" and "implies it" in good.details and good.paper and good.interval.n == 3
+    # a broken USB arm (W1 about twice the baselines' on every seed): not held
+    assert experiment.reconstruction_claim({**W1, "USB": [0.7, 0.65, 0.7]}, (0.24, 0.47), 3).verdict == "not held"
+    # the TIGON part runs on one seed: reported, never the verdict
+    tig = experiment.reconstruction_claim(W1, (0.7, 0.47), 3)
+    assert tig.verdict == "held" and "outside the bar" in tig.details
+    # one seed: a single ratio cannot be bounded
+    one = experiment.reconstruction_claim({m: v[:1] for m, v in W1.items()}, None, 1)
+    assert one.verdict == "inconclusive" and "3 seeds" in one.details
 
 
 def test_gate_c2_can_fail_only_through_usb_the_rest_is_the_data():
-    good = experiment.mass_claim(CE, [0.33, 0.30, 0.36])
-    assert good.held and "holds by construction" in good.details
-    assert not experiment.mass_claim({**CE, "USB": [0.2, 0.25, 0.3]}, [0.33, 0.30, 0.36]).held
+    good, data = experiment.mass_claim(CE, [0.33, 0.30, 0.36])
+    assert good.verdict == "held" and data.kind == "sanity" and data.held and "by construction" in data.details
+    bad, _ = experiment.mass_claim({**CE, "USB": [0.3, 0.32, 0.35]}, [0.33, 0.30, 0.36])  # a broken USB arm
+    assert bad.verdict == "not held"
     flat = {m: [0.1, 0.1, 0.1] for m in ("SF2M", "OTCFM", "UOTCFM")}      # data that barely grow
-    assert not experiment.mass_claim({**CE, **flat}, [0.1, 0.1, 0.1]).held
+    _, flat_data = experiment.mass_claim({**CE, **flat}, [0.1, 0.1, 0.1])
+    assert flat_data.verdict == "not held"
 
 
-def test_gate_c3_can_fail_and_says_when_seeds_cannot_decide():
-    good = experiment.transition_claim([0.05, 0.0, 0.09], [0.5, 0.6, 0.55], [0.0, 0.0, 0.0])
-    assert good.held and "decides" in good.details
-    assert not experiment.transition_claim([0.2, 0.25, 0.18], [0.5, 0.6, 0.55], [0.0] * 3).held
-    assert not experiment.transition_claim([0.05, 0.0, 0.09], [0.2, 0.3, 0.25], [0.0] * 3).held
+def test_gate_c3_can_fail_and_is_inconclusive_when_seeds_cannot_decide():
+    good = experiment.transition_claim([0.05, 0.03, 0.06], [0.5, 0.6, 0.55], [0.0, 0.0, 0.0])
+    assert good.verdict == "held" and good.kind == "gate"
+    assert experiment.transition_claim([0.3, 0.35, 0.33], [0.5, 0.6, 0.55], [0.0] * 3).verdict == "not held"
+    assert experiment.transition_claim([0.05, 0.03, 0.06], [0.2, 0.25, 0.22], [0.0] * 3).verdict == "not held"
     noisy = experiment.transition_claim([0.02, 0.28, 0.10], [0.5, 0.6, 0.55], [0.0] * 3)
-    assert "cannot decide at this size" in noisy.details
+    assert noisy.verdict == "inconclusive" and "seeds (now 3) would decide it" in noisy.details
 
 
-def test_seed_decision_arithmetic():
-    assert "decides" in experiment.seed_decision([0.1, 0.12], 0.2, "x")
-    assert "cannot decide" in experiment.seed_decision([0.1, 0.3], 0.25, "x")
-    assert math.isclose(float(experiment.seed_decision([1.0, 3.0], 0.0, "x").split("mean ")[1].split(",")[0]), 2.0)
+def test_validate_config_refuses_an_unknown_key():
+    for scale in ("smoke", "small"):
+        with pytest.raises(ValueError, match="n_seed"):
+            experiment.validate_config({**experiment.CONFIGS[scale], "n_seed": 3, "scale": scale})
+
 
 
 def test_underflowing_coupling_still_matches_the_target_masses():
