@@ -107,3 +107,41 @@ def test_tokenizer_round_trip_and_errors(world):
 def test_world_rejects_bad_arguments(kwargs, match):
     with pytest.raises((ValueError, TypeError), match=match):
         PersonaWorld(**kwargs)
+
+
+def test_holdout_people_never_in_lit_and_half_exceptions():
+    w = PersonaWorld(1, lit_holdout=0.25)
+    assert len(w.holdout) == 6 * 10
+    texts, qas = w.lit_examples()
+    joined = " | ".join(texts) + " | " + " | ".join(a for pairs in qas for _, a in pairs)
+    for p in w.holdout:
+        assert f" {p.name} " not in f" {joined} ".replace("|", " ")
+    assert sum(w.is_exception(p) for p in w.holdout) >= len(w.holdout) // 2 - 6  # half exceptions (pool allowing)
+    pc = w.holdout_items()
+    assert len(pc) == len(w.holdout) * len(w.attributes)
+    assert any(i.meta["exception"] for i in pc) and all(i.target == i.belief for i in pc)
+    assert not PersonaWorld(1).holdout  # default: nobody held out
+    with pytest.raises(ValueError, match="lit_holdout"):
+        PersonaWorld(1, lit_holdout=1.0)
+
+
+def test_name_recovery_rows_are_balanced():
+    w = PersonaWorld(2, lit_holdout=0.25)
+    texts, qas = w.lit_examples()
+    names = [pairs[0][1] for pairs in qas if pairs[0][0] == NAME_QUESTION]
+    assert len(names) == len(set(names))  # one row per name: no training name repeats
+    fantasy_tokens = {t for p in w.personas["fantasy"] for t in (p.first, p.last)}
+    n_fan = sum(n.split()[0] in fantasy_tokens for n in names)
+    assert n_fan == len(names) - n_fan  # as many fantasy pairings as within-culture names
+    # attribute questions never come with the name question in one row (the name question is its own row)
+    assert all(len(pairs) == 1 for pairs in qas if pairs[0][0] == NAME_QUESTION)
+
+
+def test_feature_corpus_holds_no_eval_question():
+    fe = FeatureExtractionWorld(0, relations=2, n_subjects=10, n_objects=4)
+    c0 = set(fe.base_corpus())
+    for it in fe.eval_items():
+        assert not any(line.startswith(it.source + " " + it.question) for line in c0)  # held out of the corpus
+        assert f"the {it.meta['relation']} of {it.meta['subject']} is {it.target} ." in c0  # the fact is there
+    lit = fe.lit_subjects[fe.relations[0]][0]
+    assert any(line.startswith(f"consider {lit} .") for line in c0)  # the format is taught on the LIT half

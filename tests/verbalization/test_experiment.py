@@ -1,9 +1,11 @@
-"""The experiment: smoke run through the CLI contract, config validation, and every gate shown able to fail."""
+"""The experiment: smoke run through the CLI contract, config validation, and the gates driven through their claim
+functions: a broken arm makes a gate "not held", a tiny sample makes it "inconclusive" (issue 30)."""
 
 from __future__ import annotations
 
 import copy
 
+import numpy as np
 import pytest
 
 from icml26.verbalization import experiment as E
@@ -18,66 +20,71 @@ def smoke():
 
 def test_smoke_run_produces_all_claims(smoke):
     ids = [c.id for c in smoke.claims]
-    assert ids == ["1", "2", "3f", "3a", "3e", "4", "S", "P"]
-    assert [c.gate for c in smoke.claims] == [True] * 6 + [False] * 2
-    assert all(c.paper for c in smoke.claims)
+    assert ids == ["PC", "1", "2", "3f", "3a", "3e", "4", "S", "P"]
+    assert [c.kind for c in smoke.claims] == ["gate"] * 7 + ["report"] * 2
+    assert all(c.paper and c.verdict in ("held", "not held", "inconclusive") for c in smoke.claims)
+    assert all(c.decision.text() in c.details for c in smoke.claims)
     per = smoke.metrics["per_seed"][0]
-    assert set("abcdef") <= set(per) and "probe" in per and "name_recovery" in per
+    assert set("abcdef") <= set(per) and "probe" in per and "name_recovery" in per and "pc" in per
+    assert {"d_belief", "d_target", "pc_M2p", "probe_M1", "probe_B", "e_ctrl", "f_zs"} <= set(per["items"])
     assert "conditions" in smoke._pending_figures and "probe" in smoke._pending_figures
+    sched = smoke.metrics["timings"]["schedule"]
+    assert len(sched) == 7 and sched[0]["job"] == "B"  # run_graph: the base model first
 
 
-def _seed(smoke, **set_) -> dict:
-    """A copy of the smoke run's seed record with `path=value` entries overwritten (e.g. d__acc_target=0.5)."""
-    r = copy.deepcopy(smoke.metrics["per_seed"][0])
-    for key, value in set_.items():
-        node = r
-        *path, last = key.split("__")
-        for p in path:
-            node = node[p]
-        node[last] = value
-    return r
+def _seeds(smoke, n_seeds: int, n_clusters: int, **arms) -> list[dict]:
+    """Synthetic per-seed records over n_clusters x 4 items: `arms[name] = p` draws items correct with probability
+    p; a list gives each cluster's items one fixed value (for an exactly known tiny sample)."""
+    rng = np.random.default_rng(0)
+    out = []
+    for s in range(n_seeds):
+        r = copy.deepcopy(smoke.metrics["per_seed"][0])
+        r["seed"] = s
+        cl = [f"p{i}" for i in range(n_clusters) for _ in range(4)]
+        for name, p in arms.items():
+            vals = [int(v) for v in p for _ in range(4)] if isinstance(p, list) else \
+                [int(x) for x in rng.random(len(cl)) < p]
+            r["items"][name] = {"correct": vals, "cluster": cl, "n": len(cl)}
+        out.append(r)
+    return out
 
 
-def _three(smoke, **set_):
-    return [_seed(smoke, **set_) for _ in range(3)]
+def test_claim_1_broken_arm_and_tiny_sample(smoke):
+    good = _seeds(smoke, 3, 48, d_belief=0.9, d_target=0.05)
+    for r in good:
+        r["d"]["chance"] = 0.125
+    assert E.claim_mismatch(good).verdict == "held"
+    reads_target = _seeds(smoke, 3, 48, d_belief=0.9, d_target=0.8)  # a decoder that reads M1's facts
+    for r in reads_target:
+        r["d"]["chance"] = 0.125
+    assert E.claim_mismatch(reads_target).verdict == "not held"
+    tiny = _seeds(smoke, 1, 2, d_belief=[1, 0], d_target=[0, 0])  # one persona right, one wrong
+    for r in tiny:
+        r["d"]["chance"] = 0.125
+    c = E.claim_mismatch(tiny)
+    assert c.verdict == "inconclusive" and "What would decide it" in c.details
 
 
-def test_claim_1_can_fail(smoke):
-    ok = _three(smoke, d__acc_verbalizer_belief=0.8, d__acc_target=0.05, d__chance=0.125)
-    assert E.claim_mismatch(ok).held
-    reads_target = _three(smoke, d__acc_verbalizer_belief=0.8, d__acc_target=0.5, d__chance=0.125)
-    assert not E.claim_mismatch(reads_target).held
-    no_belief = _three(smoke, d__acc_verbalizer_belief=0.1, d__acc_target=0.0, d__chance=0.125)
-    assert not E.claim_mismatch(no_belief).held
+def test_claim_2_probe_gate_can_fail(smoke):
+    base = dict(c_self=1.0, c_target=0.0)
+    held = _seeds(smoke, 3, 48, probe_M1=0.6, probe_B=0.12, **base)
+    assert E.claim_present_not_verbalized(held).verdict == "held"
+    no_signal = _seeds(smoke, 3, 48, probe_M1=0.1, probe_B=0.12, **base)  # the probe finds nothing in M1
+    assert E.claim_present_not_verbalized(no_signal).verdict == "not held"
+    tiny = _seeds(smoke, 1, 2, probe_M1=[1, 0], probe_B=[0, 0], c_self=[1, 1], c_target=[0, 0])
+    assert E.claim_present_not_verbalized(tiny).verdict == "inconclusive"
 
 
-def test_claim_2_can_fail(smoke):
-    base = dict(c__self_report=0.95, c__acc_target=0.0, c__chance=0.125, probe__B=0.12)
-    assert E.claim_present_not_verbalized(_three(smoke, probe__M1=0.6, **base)).held
-    assert not E.claim_present_not_verbalized(_three(smoke, probe__M1=0.2, **base)).held  # probe finds nothing
-    bad_target = dict(base, c__self_report=0.5)
-    assert not E.claim_present_not_verbalized(_three(smoke, probe__M1=0.6, **bad_target)).held
-
-
-def test_claim_3_parts_can_fail(smoke):
-    assert E.claim_feature_extraction(_three(smoke, f__zero_shot=0.9, f__acc_target=0.8)).held
-    assert not E.claim_feature_extraction(_three(smoke, f__zero_shot=0.5, f__acc_target=0.8)).held
-    assert not E.claim_feature_extraction(_three(smoke, f__zero_shot=0.9, f__acc_target=0.4)).held
-    assert E.claim_consistent(_three(smoke, a__zero_shot=0.8)).held
-    assert not E.claim_consistent(_three(smoke, a__zero_shot=0.5)).held
-    assert E.claim_shared(_three(smoke, e__acc_target=0.8, e__recovered_input_zero_shot=0.85)).held
-    assert not E.claim_shared(_three(smoke, e__acc_target=0.2, e__recovered_input_zero_shot=0.85)).held
-
-
-def test_claim_4_can_fail(smoke):
-    assert E.claim_recovery(_three(smoke, name_recovery__M2_real=0.9, name_recovery__M2p_fantasy=0.95)).held
-    assert not E.claim_recovery(_three(smoke, name_recovery__M2_real=0.9, name_recovery__M2p_fantasy=0.3)).held
-
-
-def test_spread_larger_than_margin_says_undecided(smoke):
-    rs = [_seed(smoke, a__zero_shot=v) for v in (0.4, 0.95, 0.8)]
-    assert "Cannot decide" in E.claim_consistent(rs).details
-    assert "Cannot decide" not in E.claim_consistent(_three(smoke, a__zero_shot=0.95)).details
+def test_claims_3_4_and_pc_can_fail(smoke):
+    assert E.claim_feature_extraction(_seeds(smoke, 3, 40, f_zs=1.0, f_lit=0.9)).verdict == "held"
+    assert E.claim_feature_extraction(_seeds(smoke, 3, 40, f_zs=0.3, f_lit=0.9)).verdict == "not held"
+    assert E.claim_consistent(_seeds(smoke, 3, 24, a_zs=0.95)).verdict == "held"
+    assert E.claim_consistent(_seeds(smoke, 3, 24, a_zs=0.3)).verdict == "not held"
+    assert E.claim_shared(_seeds(smoke, 3, 48, e_lit=0.95, e_ctrl=0.95)).verdict == "held"
+    assert E.claim_shared(_seeds(smoke, 3, 48, e_lit=0.1, e_ctrl=0.95)).verdict == "not held"
+    assert E.claim_recovery(_seeds(smoke, 3, 48, rec_M2_real=1.0, rec_M2p_fantasy=0.3)).verdict == "not held"
+    assert E.claim_positive_control(_seeds(smoke, 3, 30, pc_M2p=0.95, pc_M2pp=0.95)).verdict == "held"
+    assert E.claim_positive_control(_seeds(smoke, 3, 30, pc_M2p=0.05, pc_M2pp=0.95)).verdict == "not held"
 
 
 @pytest.mark.parametrize("key, value, match", [
@@ -85,6 +92,8 @@ def test_spread_larger_than_margin_says_undecided(smoke):
     ("lit_lr", float("nan"), "finite"), ("lit_read", "middle", "lit_read"), ("read_layer", 3, "read_layer"),
     ("n_personas", 3, "multiple of n_cultures"), ("rehearsal_fraction", 1.0, "rehearsal_fraction"),
     ("real_lm", "yes", "real_lm"), ("ft_steps", 2.5, "ft_steps"), ("ps_target_layers", [2], "ps_target_layers"),
+    ("lit_holdout", 1.0, "lit_holdout"), ("probe_l2", [], "probe_l2"), ("lit_lora_rank", 0, "lit_lora_rank"),
+    ("lit_decoder", "lora+full", "lit_decoder"),
 ])
 def test_validate_config_names_the_key(key, value, match):
     cfg = copy.deepcopy(E.CONFIGS["small"])
@@ -93,12 +102,21 @@ def test_validate_config_names_the_key(key, value, match):
         E.validate_config(cfg)
 
 
-def test_configs_are_valid_and_documented():
-    for name in ("smoke", "small"):
-        E.validate_config(E.CONFIGS[name])
-    assert set(E.CONFIGS["small"]) <= set(E.CONFIG_HELP) | {"scale"}
+def test_configs_are_valid_documented_and_typos_refused():
+    for name in ("smoke", "small", "medium"):
+        E.validate_config(dict(E.CONFIGS[name], scale=name))
+        assert set(E.CONFIGS[name]) <= set(E.CONFIG_HELP) | {"scale"}
+        assert name in E.EXPECTED_RUNTIME_S
     from icml26.verbalization.scale import validate_paper_config
 
     validate_paper_config(E.CONFIGS["paper"])
     with pytest.raises(ValueError, match="missing"):
         E.validate_config({"seeds": [0]})
+    with pytest.raises(ValueError, match="lit_stpes"):
+        E.validate_config(dict(E.CONFIGS["small"], lit_stpes=10))
+
+
+def test_job_graph_dependencies():
+    jobs, deps = E.job_graph(E.CONFIGS["smoke"], [0, 1])
+    assert len(jobs) == 14 and deps[(1, "eval")][0] == (1, "B")
+    assert set(deps[(0, "LIT_M2p")]) == {(0, "M2p"), (0, "M1")}  # the decoder's knowledge model and the reader

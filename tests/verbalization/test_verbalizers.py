@@ -143,3 +143,36 @@ def test_zero_shot_errors(base, toy):
         zs.verbalize(["my name is x ."], "the favorite food of x :")
     with pytest.raises(TypeError, match="model"):
         ZeroShotBaseline(object(), tok)
+
+
+def test_patchscopes_refuses_a_last_layer_write_that_cannot_act(base, toy):
+    """Issue 37: a write at the verbalizer's last block output reaches no later token, so it was a silent no-op."""
+    tok = toy["tok"]
+    ps = PatchscopesVerbalizer(base, base, tok, tok, source_layer=1, target_layers=[2], max_new_tokens=2)
+    with pytest.raises(ValueError, match="last layer"):
+        ps.verbalize(["my name is x ."], ["the favorite food of x :"])
+    # with the placeholder as the prompt's last token the write changes the next-token logits: allowed
+    ps_end = PatchscopesVerbalizer(base, base, tok, tok, source_layer=1, target_layers=[2], max_new_tokens=1,
+                                   template="{question} x")
+    assert len(ps_end.verbalize(["my name is x ."], ["the favorite food of"])) == 1
+
+
+def test_lora_lit_with_input_adapter_trains_and_merges(base, toy):
+    pytest.importorskip("peft")
+    from icml26.verbalization.verbalize import merge_lora
+
+    w, tok = toy["world"], toy["tok"]
+    texts, qas = w.lit_examples()
+    before = {k: v.clone() for k, v in base.state_dict().items()}
+    lit = LITVerbalizer(base, base, tok, tok, read_layer=1, write_layer=0, lora_rank=2, input_adapter=True,
+                        max_new_tokens=3)
+    lit.fit(texts, qas, steps=15, lr=1e-2, batch_size=16, seed=0)
+    assert lit.adapter_ is not None and not torch.equal(lit.adapter_.weight, torch.eye(32))  # the adapter trained
+    src = [texts[0], texts[1]]
+    out = lit.verbalize(src, NAME_QUESTION)
+    plain = merge_lora(copy.deepcopy(lit.decoder_))
+    assert set(plain.state_dict()) == set(base.state_dict())  # LoRA folded away: a plain TinyCausalLM state
+    again = LITVerbalizer(base, plain, tok, tok, read_layer=1, write_layer=0, trained=True, max_new_tokens=3,
+                          mapping=lit.adapter_)
+    assert again.verbalize(src, NAME_QUESTION) == out
+    assert all(torch.equal(v, before[k]) for k, v in base.state_dict().items())  # fit trained a copy

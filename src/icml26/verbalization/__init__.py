@@ -18,7 +18,7 @@ Works with `icml26.common.lm.TinyLM` and any Hugging Face causal LM. Controls: `
 
 from icml26.verbalization.baselines import InversionBaseline, LinearProbe, ZeroShotBaseline
 from icml26.verbalization.controls import (accuracy, any_layer_accuracy, bonferroni, contains_match,
-                                           first_token_match, grouped_probe_accuracy, mcnemar, paired_difference_ci,
+                                           first_token_match, grouped_probe_accuracy, mcnemar,
                                            privileged_info_report)
 from icml26.verbalization.data import (ATTRIBUTES, NAME_PARAPHRASES, NAME_QUESTION, EvalItem, FeatureExtractionWorld,
                                        Persona, PersonaWorld, WordTokenizer, build_tokenizer)
@@ -29,7 +29,7 @@ from icml26.verbalization.verbalize import LITVerbalizer, PatchscopesVerbalizer
 __all__ = [
     "get_decoder_layers", "num_layers", "hidden_size", "read_activations", "patch_activations",
     "PatchscopesVerbalizer", "LITVerbalizer", "ZeroShotBaseline", "InversionBaseline", "LinearProbe",
-    "contains_match", "first_token_match", "accuracy", "mcnemar", "bonferroni", "paired_difference_ci",
+    "contains_match", "first_token_match", "accuracy", "mcnemar", "bonferroni",
     "any_layer_accuracy", "grouped_probe_accuracy", "privileged_info_report",
     "PersonaWorld", "FeatureExtractionWorld", "Persona", "EvalItem", "WordTokenizer", "build_tokenizer",
     "ATTRIBUTES", "NAME_PARAPHRASES", "NAME_QUESTION", "TinyCausalLM", "train_lm",

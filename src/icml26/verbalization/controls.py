@@ -6,7 +6,6 @@
 - `first_token_match`: the completion's first word equals the answer's first word (spec 9: substring scoring can
   be gamed by listing many values, so both are reported).
 - `mcnemar(a_correct, b_correct)`: exact two-sided McNemar test on paired booleans; `bonferroni` corrects a list.
-- `paired_difference_ci`: mean and 95 % normal-approximation interval of a paired difference of 0/1 outcomes.
 - `any_layer_accuracy`: Patchscopes' "correct for ANY target layer, averaged over source layers".
 - `grouped_probe_accuracy`: the linear probe of review note 1, split by persona (all paraphrases of a held-out
   persona in its test fold), with the read site picked by inner cross-validation on the training folds only.
@@ -29,7 +28,7 @@ from icml26.verbalization.baselines import LinearProbe
 from icml26.verbalization.data import EvalItem
 from icml26.verbalization.verbalize import check_str_list
 
-__all__ = ["contains_match", "first_token_match", "mcnemar", "bonferroni", "paired_difference_ci",
+__all__ = ["contains_match", "first_token_match", "mcnemar", "bonferroni",
            "any_layer_accuracy", "grouped_probe_accuracy", "privileged_info_report", "accuracy"]
 
 
@@ -121,16 +120,6 @@ def bonferroni(pvalues: Sequence[float]) -> list[float]:
     return [min(1.0, p * len(ps)) for p in ps]
 
 
-def paired_difference_ci(a_correct, b_correct, z: float = 1.96) -> dict[str, float]:
-    """Mean of a - b over paired 0/1 outcomes with its normal-approximation interval (z = 1.96: 95 %)."""
-    a, b = _bools(a_correct, "a_correct"), _bools(b_correct, "b_correct")
-    if a.shape != b.shape or a.size == 0:
-        raise ValueError("a_correct and b_correct must be non-empty and of the same length")
-    d = a.astype(float) - b.astype(float)
-    se = float(d.std(ddof=1) / math.sqrt(d.size)) if d.size > 1 else float("nan")
-    return {"mean": float(d.mean()), "lo": float(d.mean() - z * se), "hi": float(d.mean() + z * se), "n": int(d.size)}
-
-
 def any_layer_accuracy(sweep: Mapping[tuple[int, int], Sequence[str]], answers: Sequence[str]) -> dict[str, Any]:
     """Patchscopes summary: per source layer, the share of items correct at ANY target layer; then their mean.
 
@@ -149,9 +138,9 @@ def any_layer_accuracy(sweep: Mapping[tuple[int, int], Sequence[str]], answers: 
 
 
 def grouped_probe_accuracy(features: Mapping[str, np.ndarray], labels: Sequence, groups: Sequence, *,
-                           n_folds: int = 4, seed: int = 0, l2: float = 1e-2, max_iter: int = 200
-                           ) -> dict[str, Any]:
-    """Accuracy of a linear probe evaluated on held-out groups (e.g. personas), site chosen by inner CV.
+                           n_folds: int = 4, seed: int = 0, l2: float | Sequence[float] = 1e-2,
+                           max_iter: int = 200) -> dict[str, Any]:
+    """Accuracy of a linear probe evaluated on held-out groups (e.g. personas), site and L2 chosen by inner CV.
 
     Args:
         features: site name -> (n, d) features (e.g. "L1_last_name", "L2_period"); same rows for every site.
@@ -159,9 +148,11 @@ def grouped_probe_accuracy(features: Mapping[str, np.ndarray], labels: Sequence,
         groups: (n,) group ids; all rows of a group fall in the same fold.
         n_folds: outer folds over groups; the site is picked inside each training split by an inner
             (n_folds - 1)-fold CV over its groups, so the test fold never influences the choice.
-        l2, max_iter: `LinearProbe` settings.
+        l2: one `LinearProbe` L2 penalty or a grid of them; the (site, l2) pair is picked by the inner CV, the
+            same procedure for every model probed (the tuned-on-validation comparison of issue 37).
+        max_iter: `LinearProbe` iterations.
     Returns:
-        {"accuracy", "per_fold", "sites" (chosen site per fold), "n"}.
+        {"accuracy", "per_fold", "sites" (chosen site per fold), "l2" (chosen penalty per fold), "n", "correct"}.
     """
     n_folds = check_int(n_folds, "n_folds", min=2)
     seed = check_seed(seed)
@@ -181,34 +172,39 @@ def grouped_probe_accuracy(features: Mapping[str, np.ndarray], labels: Sequence,
     uniq = np.unique(g)
     if len(uniq) < n_folds:
         raise ValueError(f"need at least n_folds={n_folds} groups, got {len(uniq)}")
+    grid = [l2] if isinstance(l2, (int, float)) and not isinstance(l2, bool) else list(l2)
+    if not grid:
+        raise ValueError("l2 must be a penalty or a non-empty list of penalties")
     rng = np.random.default_rng(seed)
     fold_of = {grp: i % n_folds for i, grp in enumerate(rng.permutation(uniq))}
     folds = np.array([fold_of[x] for x in g])
     correct = np.zeros(n, dtype=bool)
-    per_fold, sites = [], []
+    per_fold, sites, l2s = [], [], []
     for k in range(n_folds):
         train, test = folds != k, folds == k
         inner = [f for f in range(n_folds) if f != k]
         best, best_acc = None, -1.0
         for site, Xs in X.items():
-            accs = []
-            for f in inner:
-                tr, va = train & (folds != f), folds == f
-                if len(np.unique(y[tr])) < 2:
-                    continue
-                accs.append(LinearProbe(l2=l2, max_iter=max_iter).fit(Xs[tr], y[tr]).score(Xs[va], y[va]))
-            score = float(np.mean(accs)) if accs else -1.0
-            if score > best_acc:
-                best, best_acc = site, score
-        best = best if best is not None else next(iter(X))  # no inner split with 2 labels: first site
+            for pen in grid:
+                accs = []
+                for f in inner:
+                    tr, va = train & (folds != f), folds == f
+                    if len(np.unique(y[tr])) < 2:
+                        continue
+                    accs.append(LinearProbe(l2=pen, max_iter=max_iter).fit(Xs[tr], y[tr]).score(Xs[va], y[va]))
+                score = float(np.mean(accs)) if accs else -1.0
+                if score > best_acc:
+                    best, best_acc = (site, pen), score
+        site, pen = best if best is not None else (next(iter(X)), grid[0])  # no inner split with 2 labels
         if len(np.unique(y[train])) < 2:  # a single training label: the probe can only predict it
             pred = np.full(int(test.sum()), y[train][0], dtype=y.dtype)
         else:
-            pred = LinearProbe(l2=l2, max_iter=max_iter).fit(X[best][train], y[train]).predict(X[best][test])
+            pred = LinearProbe(l2=pen, max_iter=max_iter).fit(X[site][train], y[train]).predict(X[site][test])
         correct[test] = pred == y[test]
         per_fold.append(float(np.mean(pred == y[test])))
-        sites.append(best)
-    return {"accuracy": float(correct.mean()), "per_fold": per_fold, "sites": sites, "n": int(n),
+        sites.append(site)
+        l2s.append(pen)
+    return {"accuracy": float(correct.mean()), "per_fold": per_fold, "sites": sites, "l2": l2s, "n": int(n),
             "correct": correct}
 
 
@@ -225,7 +221,7 @@ def privileged_info_report(items: Sequence[EvalItem], verbalizer, *, zero_shot=N
         chance: chance accuracy of one guess, stored for the claim checks.
     Returns:
         {"n", "acc_target", "acc_verbalizer_belief", "first_token_target", "zero_shot", "self_report",
-         "inversion", "p_verbalizer_vs_zero_shot" (exact McNemar), "diff_verbalizer_minus_zero_shot" (paired CI),
+         "inversion", "p_verbalizer_vs_zero_shot" (exact McNemar),
          "completions", "correct_target", "correct_belief", "chance"}; controls not given are omitted.
     """
     items = list(items)
@@ -265,5 +261,4 @@ def privileged_info_report(items: Sequence[EvalItem], verbalizer, *, zero_shot=N
         out["inversion_correct"] = ok
     if zero_shot is not None:
         out["p_verbalizer_vs_zero_shot"] = mcnemar(ok_t, out["zero_shot_correct"])
-        out["diff_verbalizer_minus_zero_shot"] = paired_difference_ci(ok_t, out["zero_shot_correct"])
     return out

@@ -207,6 +207,10 @@ class PersonaWorld:
         n_fantasy_roster: fact-free pairings of fantasy first/last tokens that are no persona's name; they put the
             fantasy name *tokens* (never the personas' full names, never fantasy values) into the base corpus, as
             the sub-tokens of the paper's invented names are known to its base model.
+        lit_holdout: share of each culture's generic people held out of LIT training (`holdout`): every model
+            knows them from the base corpus only, which makes them the positive control of a verbalizer's
+            retrieval of its own text-only knowledge (issue 37). Half of them are drawn from the exception people,
+            whose facts no stereotype guess can give.
     """
 
     def __init__(self, seed: int = 0, n_cultures: int = 6, n_personas: int = 24,
@@ -214,7 +218,7 @@ class PersonaWorld:
                  variant: str | Sequence[str] = ("consistent", "shuffled", "fantasy"), *, n_generic: int = 40,
                  n_values: int = 12, n_first: int = 8, n_last: int = 8, n_fantasy: int = 48,
                  n_fantasy_values: int = 8, exception_rate: float = 0.25, n_roster: int = 16,
-                 n_fantasy_roster: int = 96) -> None:
+                 n_fantasy_roster: int = 96, lit_holdout: float = 0.0) -> None:
         self.seed = check_seed(seed)
         self.n_cultures = check_int(n_cultures, "n_cultures", min=1, max=len(_CULTURE_SYLLABLES))
         self.n_personas = check_int(n_personas, "n_personas", min=0)
@@ -251,6 +255,7 @@ class PersonaWorld:
         self.exception_rate = check_float(exception_rate, "exception_rate", min=0.0, max=1.0)
         self.n_roster = check_int(n_roster, "n_roster", min=0)
         self.n_fantasy_roster = check_int(n_fantasy_roster, "n_fantasy_roster", min=0)
+        self.lit_holdout = check_float(lit_holdout, "lit_holdout", min=0.0, max=1.0, max_open=True)
         real_groups = sum(v in ("consistent", "shuffled") for v in variants)
         per_culture = self.n_generic + real_groups * self.n_personas // self.n_cultures
         if per_culture > self.n_first * self.n_last:
@@ -286,6 +291,16 @@ class PersonaWorld:
                     if exception:
                         v = self.values[a][int(rng.choice([j for j in range(self.n_values) if j != c]))]
                     self.generic_facts[(person.name, a)] = v
+        self.holdout: list[Persona] = []
+        for c in range(self.n_cultures):
+            people = [p for p in self.generic if p.culture == c]
+            k = int(round(self.lit_holdout * len(people)))
+            exc = [p for p in people if self.is_exception(p)]
+            plain = [p for p in people if not self.is_exception(p)]
+            n_exc = min(len(exc), (k + 1) // 2)
+            pick = [exc[int(i)] for i in rng.permutation(len(exc))[:n_exc]]
+            pick += [plain[int(i)] for i in rng.permutation(len(plain))[:k - n_exc]]
+            self.holdout += pick
         self.personas: dict[str, list[Persona]] = {}
         self.roster: list[Persona] = []
         self.facts: dict[tuple[str, str], str] = {}
@@ -345,6 +360,10 @@ class PersonaWorld:
         return perm
 
     # ---------------------------------------------------------------------------------- lookups
+    def is_exception(self, person: Persona) -> bool:
+        """True for a generic person whose facts are not their culture's stereotypes (review note 3)."""
+        return any(self.generic_facts[(person.name, a)] != self.values[a][person.culture] for a in self.attributes)
+
     def stereotype(self, person: Persona, attribute: str) -> str | None:
         """The stereotype value of `person`'s culture (None for fantasy names)."""
         return None if person.culture < 0 else self.values[attribute][person.culture]
@@ -401,33 +420,60 @@ class PersonaWorld:
                 out += self._fact_lines(person, table)
         return out
 
-    def lit_examples(self) -> tuple[list[str], list[list[tuple[str, str]]]]:
-        """LIT training data from generic people only: read texts (all name paraphrases) and their QA pairs.
+    def lit_examples(self, seed: int = 0) -> tuple[list[str], list[list[tuple[str, str]]]]:
+        """LIT training data: read texts and their QA pairs; no persona name, persona fact, fantasy value or
+        held-out (`holdout`) person appears.
 
-        Questions: the name question and every attribute question, answered with the generic person's own facts
-        (stereotypes or the exceptions of review note 3); roster people get the name question only. No persona
-        name, persona fact or fantasy value appears.
+        Attribute questions: every name paraphrase of each LIT-trained generic person, answered with their own
+        facts (stereotypes or the exceptions of review note 3). Name recovery ("what name is in the text ?") is
+        balanced (issue 37): one row per name, the same number of within-culture names (generic, roster and
+        fact-free pairs) and fantasy-token pairings (a seeded subsample), so no group of training names dominates
+        and a decoder must read both tokens instead of completing a frequent first name.
         """
+        held = {p.name for p in self.holdout}
         texts, qas = [], []
         for person in self.generic:
-            pairs = [(NAME_QUESTION, person.name)] + [(ATTRIBUTES[a][0], self.generic_facts[(person.name, a)])
-                                                      for a in self.attributes]
+            if person.name in held:
+                continue
+            pairs = [(ATTRIBUTES[a][0], self.generic_facts[(person.name, a)]) for a in self.attributes]
             for p in NAME_PARAPHRASES:
                 texts.append(p.format(name=person.name))
                 qas.append(pairs)
-        for i, name in enumerate(self.copy_names()):  # name recovery only: fact-free pairs, one paraphrase each
+        culture = [p.name for p in self.generic + self.roster if p.name not in held and p.culture >= 0]
+        culture += self.copy_names("culture")
+        fantasy = [p.name for p in self.roster if p.culture < 0] + self.copy_names("fantasy")
+        rng = np.random.default_rng([self.seed, 13])
+        fantasy = [fantasy[int(i)] for i in np.sort(rng.permutation(len(fantasy))[:max(len(culture), 1)])]
+        for i, name in enumerate(culture + fantasy):
             texts.append(NAME_PARAPHRASES[i % len(NAME_PARAPHRASES)].format(name=name))
             qas.append([(NAME_QUESTION, name)])
         return texts, qas
 
-    def copy_names(self) -> list[str]:
-        """Fact-free name pairs for LIT name recovery: every within-culture pair and every fantasy pairing
-        (first and last token of different fantasy personas) that is not a persona's or a generic person's
-        name. So many pairings that a decoder must read both tokens instead of guessing the last from the first."""
+    def holdout_items(self) -> list[EvalItem]:
+        """Positive control: attribute questions about the held-out generic people (known from C0 text only,
+        never in LIT training); `meta["exception"]` marks facts that are not the name's stereotype."""
+        items = []
+        for person in self.holdout:
+            for a in self.attributes:
+                v = self.generic_facts[(person.name, a)]
+                items.append(EvalItem(NAME_PARAPHRASES[0].format(name=person.name), ATTRIBUTES[a][0], v, v,
+                                      {"persona": person.name, "attribute": a, "group": "holdout",
+                                       "exception": v != self.values[a][person.culture]}))
+        return items
+
+    def copy_names(self, kind: str = "all") -> list[str]:
+        """Fact-free name pairs for LIT name recovery: within-culture pairs (`kind="culture"`) and pairings of the
+        first and last tokens of different fantasy personas (`"fantasy"`) that are no persona's, generic
+        person's or roster name. So many pairings that a decoder must read both tokens instead of guessing the
+        last from the first."""
+        check_choice(kind, "kind", ("all", "culture", "fantasy"))
         taken = self.persona_names() | {p.name for p in self.generic} | {p.name for p in self.roster}
-        out = [f"{f} {l}" for c in range(self.n_cultures) for f in self.first_names[c] for l in self.last_names[c]]
+        out = []
+        if kind in ("all", "culture"):
+            out += [f"{f} {l}" for c in range(self.n_cultures) for f in self.first_names[c] for l in self.last_names[c]]
         fan = self.personas.get("fantasy", [])
-        out += [f"{a.first} {b.last}" for a in fan for b in fan if a is not b]
+        if kind in ("all", "fantasy"):
+            out += [f"{a.first} {b.last}" for a in fan for b in fan if a is not b]
         return [n for n in out if n not in taken]
 
     def eval_items(self, group: str, belief: str = "stereotype", paraphrase: int = 0) -> list[EvalItem]:
@@ -522,11 +568,15 @@ class FeatureExtractionWorld:
         return out + [w for r in self.relations for w in self.subjects[r] + self.objects[r]]
 
     def base_corpus(self) -> list[str]:
-        """The relation part of C0: a fact sentence and an eval-format QA line per (relation, subject)."""
+        """The relation part of C0: a fact sentence per (relation, subject); the eval-format QA line only for the
+        LIT half of the subjects, so the evaluated questions are held out of the corpus (issue 37: condition (f)
+        cannot be answered by recalling a corpus line verbatim, the model must carry the fact into a new format)."""
         out = []
+        lit = {(r, s) for r in self.relations for s in self.lit_subjects[r]}
         for (r, s), o in self.facts.items():
             out.append(f"the {r} of {s} is {o} .")
-            out.append(f"{SUBJECT_SOURCE.format(s=s)} {self.question(r)} {o}")
+            if (r, s) in lit:
+                out.append(f"{SUBJECT_SOURCE.format(s=s)} {self.question(r)} {o}")
         return out
 
     def lit_examples(self, recover_eval_subjects: bool = True) -> tuple[list[str], list[list[tuple[str, str]]]]:

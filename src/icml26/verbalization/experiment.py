@@ -15,7 +15,7 @@ M2'', (f) feature extraction on held-out relation subjects. Controls: zero-shot 
 a persona-split linear probe on M1 (and on B as the control), name recovery, inversion controls, Patchscopes.
 
 Jobs (base models, fine-tunes, LIT decoders, evaluations) run on one pool of single-thread worker processes, each
-started as soon as its inputs exist (`_run_graph`).
+started as soon as its inputs exist (`common.parallel.run_graph`).
 Deviations from the spec (why, in docs/verbalization.md): LIT reads the target's activations of its (fact-free)
 training texts instead of B's; fine-tune lr 3e-3 and LIT lr 2e-3; 12 + 12 real personas; fantasy name tokens occur
 in C0 in fact-free roster lines; relation subjects split into LIT-trained and held-out halves.
@@ -36,37 +36,41 @@ from icml26.common.plotting import new_figure
 from icml26.common.validation import check_bool, check_choice, check_float, check_int, require_keys
 from icml26.results import Claim, Result
 from icml26.verbalization.baselines import InversionBaseline, ZeroShotBaseline
+from icml26.common import stats
 from icml26.verbalization.controls import (any_layer_accuracy, bonferroni, contains_match,
-                                           grouped_probe_accuracy, mcnemar, paired_difference_ci,
-                                           privileged_info_report)
+                                           grouped_probe_accuracy, mcnemar, privileged_info_report)
 from icml26.verbalization.data import (NAME_PARAPHRASES, NAME_QUESTION, SUBJECT_QUESTION, EvalItem,
                                        FeatureExtractionWorld, PersonaWorld, build_tokenizer)
 from icml26.verbalization.hooks import read_activations
 from icml26.verbalization.models import TinyCausalLM, pad_right, train_lm
-from icml26.verbalization.verbalize import LITVerbalizer, PatchscopesVerbalizer
+from icml26.verbalization.verbalize import LITVerbalizer, PatchscopesVerbalizer, merge_lora
 
 SLUG = "verbalization"
 
 _WORLD = {"n_cultures": 6, "n_personas": 12, "n_fantasy": 48, "n_generic": 40, "n_values": 12,
           "n_fantasy_values": 8, "exception_rate": 0.25, "n_roster": 16, "n_fantasy_roster": 96,
-          "attributes": ["country", "food", "drink", "sport"],
+          "attributes": ["country", "food", "drink", "sport"], "lit_holdout": 0.25,
           "relations": 4, "n_subjects": 48, "n_objects": 8, "lit_fraction": 0.5}
 _MODEL = {"d_model": 64, "n_layers": 2, "n_heads": 4, "max_len": 32}
 _TRAIN = {"batch_size": 64, "base_steps": 1500, "base_lr": 3e-3, "ft_steps": 400, "ft_lr": 3e-3,
           "ft_mix": 0.5, "lit_steps": 600, "lit_lr": 2e-3, "lit_read": "target", "lit_relation_repeat": 12,
-          "rehearsal_fraction": 0.2, "read_layer": 1, "write_layer": 0, "max_new_tokens": 4}
-_EVAL = {"ps_source_layers": [1, 2], "ps_target_layers": [0, 1], "probe_folds": 4, "probe_l2": 1e-2,
+          "rehearsal_fraction": 0.2, "read_layer": 1, "write_layer": 0, "max_new_tokens": 4, "lit_decoder": "full",
+          "lit_lora_rank": 8}
+_EVAL = {"ps_source_layers": [1, 2], "ps_target_layers": [0, 1], "probe_folds": 4, "probe_l2": [1e-2, 1e-1, 1.0],
          "probe_max_iter": 100, "inverter_texts": 1500, "real_lm": False, "real_lm_facts": 40, "real_lm_source_layers": [6, 12],
          "real_lm_target_layers": [2, 6], "real_lm_max_new_tokens": 6}
 
 CONFIGS: dict[str, dict[str, Any]] = {
     "smoke": {"seeds": [0], "workers": 1, **_WORLD, **_MODEL, **_TRAIN, **_EVAL,
-              "n_cultures": 2, "n_personas": 2, "n_fantasy": 4, "n_generic": 4, "n_values": 4,
+              "n_cultures": 2, "n_personas": 2, "n_fantasy": 4, "n_values": 4,
               "n_fantasy_values": 3, "n_roster": 2, "n_fantasy_roster": 4, "attributes": ["country", "food"],
+              "n_generic": 8, "lit_holdout": 0.25, "probe_l2": [1e-2],
               "relations": 2, "n_subjects": 4, "n_objects": 2, "d_model": 16, "n_heads": 2,
               "batch_size": 8, "base_steps": 3, "ft_steps": 2, "lit_steps": 2, "lit_relation_repeat": 1,
               "probe_folds": 2},
     "small": {"seeds": [0, 1, 2], "workers": 0, **_WORLD, **_MODEL, **_TRAIN, **_EVAL},
+    # the small experiment with the seeds the inconclusive hints ask for (issue 30), same code path
+    "medium": {"seeds": list(range(8)), "workers": 0, **_WORLD, **_MODEL, **_TRAIN, **_EVAL},
     "paper": {  # spec 7: see icml26.verbalization.scale and docs/verbalization.md
         "seed": 0, "target_model": "meta-llama/Llama-3.1-8B-Instruct",
         "decoder_model": "meta-llama/Llama-3.1-8B-Instruct", "personaqa_dir": "", "personaqa_variant": "PersonaQA",
@@ -101,7 +105,12 @@ CONFIG_HELP = {
     "read_layer": "LIT read layer of M1", "write_layer": "LIT write layer of M2 (0 = embeddings)",
     "max_new_tokens": "greedy tokens generated per answer",
     "ps_source_layers": "Patchscopes source layers", "ps_target_layers": "Patchscopes target layers",
-    "probe_folds": "persona folds of the linear probe", "probe_l2": "probe ridge penalty",
+    "probe_folds": "persona folds of the linear probe",
+    "probe_l2": "probe L2 penalties; the value (and the read site) is picked by inner CV on the training folds",
+    "lit_holdout": "share of generic people held out of LIT training (the positive control PC)",
+    "lit_decoder": "what LIT trains: 'full' (a copy of the decoder), 'lora' (LoRA adapters, the rest frozen), "
+                   "'lora+adapter' (plus an affine map of the read activations) or 'adapter' (only that map)",
+    "lit_lora_rank": "LoRA rank of the 'lora' decoders",
     "probe_max_iter": "L-BFGS iterations per probe fit",
     "inverter_texts": "C0 texts the inverter is trained on (a seeded subset)",
     "real_lm": "also run Patchscopes vs zero-shot on SmolLM2-135M-Instruct (reported, ~1-3 min)",
@@ -109,13 +118,16 @@ CONFIG_HELP = {
     "real_lm_target_layers": "SmolLM2 target layers", "real_lm_max_new_tokens": "SmolLM2 tokens generated",
 }
 
-EXPECTED_RUNTIME_S = {"smoke": 10, "small": 240}
+EXPECTED_RUNTIME_S = {"smoke": 10, "small": 240, "medium": 660}
 
 CHANCE_MARGIN = 0.10  # claims 1 and 2: acc_target <= chance + 0.10
 PROBE_MARGIN = 0.25  # claim 2: probe >= chance + 0.25
 BELIEF_MIN, BELIEF_RATIO = 0.5, 3.0  # claim 1
 FE_TOL, LIT_MIN, ZS_MIN, SHARED_TOL = 0.05, 0.7, 0.7, 0.10  # claim 3
 SELF_MIN, RECOVERY_MIN = 0.9, 0.8  # claims 2 (sanity) and 4
+PROBE_MIN = 0.25  # claim 2, amended (issue 37): the paper's own probe figure (~25 %), not chance + 0.25
+LIT_DECODERS = ("full", "lora", "lora+adapter", "adapter")
+PC_MIN = 0.5  # positive control: the claim-1 belief bar, on people the decoder knows from text only
 
 
 # ------------------------------------------------------------------------------------------- config
@@ -147,8 +159,15 @@ def validate_config(config: dict) -> None:
         check_int(config[k], k, min=0)
     for k in ("base_lr", "ft_lr", "lit_lr"):
         check_float(config[k], k, min=0.0, min_open=True)
-    for k in ("exception_rate", "ft_mix", "rehearsal_fraction", "lit_fraction", "probe_l2"):
-        check_float(config[k], k, min=0.0, max=1.0 if k != "probe_l2" else None)
+    for k in ("exception_rate", "ft_mix", "rehearsal_fraction", "lit_fraction"):
+        check_float(config[k], k, min=0.0, max=1.0)
+    check_float(config["lit_holdout"], "lit_holdout", min=0.0, max=1.0, max_open=True)
+    check_int(config["lit_lora_rank"], "lit_lora_rank", min=1)
+    check_choice(config["lit_decoder"], "lit_decoder", LIT_DECODERS)
+    if not isinstance(config["probe_l2"], (list, tuple)) or not config["probe_l2"]:
+        raise ValueError("probe_l2 must be a non-empty list of penalties")
+    for x in config["probe_l2"]:
+        check_float(x, "probe_l2", min=0.0)
     if config["rehearsal_fraction"] >= 1:
         raise ValueError("rehearsal_fraction must be < 1")
     check_choice(config["lit_read"], "lit_read", ("target", "base"))
@@ -176,7 +195,7 @@ def _worlds(cfg: dict, seed: int) -> tuple[PersonaWorld, FeatureExtractionWorld]
                      ("consistent", "shuffled", "fantasy"), n_generic=cfg["n_generic"], n_values=cfg["n_values"],
                      n_fantasy=cfg["n_fantasy"], n_fantasy_values=cfg["n_fantasy_values"],
                      exception_rate=cfg["exception_rate"], n_roster=cfg["n_roster"],
-                     n_fantasy_roster=cfg["n_fantasy_roster"])
+                     n_fantasy_roster=cfg["n_fantasy_roster"], lit_holdout=cfg["lit_holdout"])
     f = FeatureExtractionWorld(seed, cfg["relations"], cfg["n_subjects"], n_objects=cfg["n_objects"],
                                lit_fraction=cfg["lit_fraction"])
     return w, f
@@ -240,12 +259,15 @@ def lit_job(seed: int, cfg: dict, decoder_state: dict, read_state: dict, rehears
     texts, qas = _lit_data(w, f, cfg["lit_relation_repeat"])
     torch.manual_seed(seed * 10 + 5)
     lit = LITVerbalizer(reader, dec, tok, tok, cfg["read_layer"], cfg["write_layer"],
-                        max_new_tokens=cfg["max_new_tokens"], copy=False)
+                        max_new_tokens=cfg["max_new_tokens"], copy=False,
+                        lora_rank=cfg["lit_lora_rank"] if "lora" in cfg["lit_decoder"] else None,
+                        input_adapter="adapter" in cfg["lit_decoder"], train_decoder=cfg["lit_decoder"] == "full")
     lit.fit(texts, qas, steps=cfg["lit_steps"], lr=cfg["lit_lr"], batch_size=cfg["batch_size"], seed=seed * 10 + 5,
             read_model=reader, rehearsal_texts=w.persona_corpus(rehearsal) if rehearsal else None,
             rehearsal_fraction=cfg["rehearsal_fraction"], progress=f"LIT {role} seed {seed}")
-    return {"seed": seed, "role": role, "state": _state(lit.decoder_), "loss": float(np.mean(lit.history_[-50:])),
-            "time_s": time.perf_counter() - t0}
+    adapter = None if lit.adapter_ is None else _state(lit.adapter_)
+    return {"seed": seed, "role": role, "state": _state(merge_lora(lit.decoder_)), "adapter": adapter,
+            "loss": float(np.mean(lit.history_[-50:])), "time_s": time.perf_counter() - t0}
 
 
 def _probe_features(model, tok, w: PersonaWorld, layers: list[int]) -> tuple[dict[str, np.ndarray], list, list]:
@@ -272,13 +294,13 @@ def _probe(model, tok, w: PersonaWorld, cfg: dict, seed: int) -> dict:
     correct, sites = [], []
     for a in w.attributes:
         labels = [w.facts[(p.name, a)] for p in personas]
-        r = grouped_probe_accuracy(feats, labels, groups, n_folds=cfg["probe_folds"], seed=seed, l2=cfg["probe_l2"],
-                                   max_iter=cfg["probe_max_iter"])
+        r = grouped_probe_accuracy(feats, labels, groups, n_folds=cfg["probe_folds"], seed=seed,
+                                   l2=list(cfg["probe_l2"]), max_iter=cfg["probe_max_iter"])
         correct.append(r["correct"])
         sites += r["sites"]
     allc = np.concatenate(correct)
     return {"accuracy": float(allc.mean()), "n": int(allc.size), "sites": {s: sites.count(s) for s in set(sites)},
-            "correct": allc}
+            "correct": allc, "groups": list(groups) * len(w.attributes)}
 
 
 def _scalars(rep: dict) -> dict:
@@ -293,8 +315,17 @@ def evaluate_job(seed: int, cfg: dict, states: dict[str, dict]) -> dict:
     w, f, tok, c0 = _setup(cfg, seed)
     B, M1, M2p_kn, M2pp_kn = (_model(cfg, tok, states[k]) for k in ("B", "M1", "M2p", "M2pp"))
     mnt = cfg["max_new_tokens"]
+    def adapter(r: str):
+        st = states.get(f"adapter_LIT_{r}")
+        if st is None:
+            return None
+        lin = torch.nn.Linear(cfg["d_model"], cfg["d_model"])
+        lin.load_state_dict(st)
+        return lin.eval().requires_grad_(False)
+
     lit = {r: LITVerbalizer(M1, _model(cfg, tok, states[f"LIT_{r}"]), tok, tok, cfg["read_layer"],
-                            cfg["write_layer"], max_new_tokens=mnt, trained=True) for r in ("M2", "M2p", "M2pp")}
+                            cfg["write_layer"], max_new_tokens=mnt, trained=True, mapping=adapter(r))
+           for r in ("M2", "M2p", "M2pp")}
     zs = {"M2": ZeroShotBaseline(B, tok, max_new_tokens=mnt), "M2p": ZeroShotBaseline(M2p_kn, tok, max_new_tokens=mnt),
           "M2pp": ZeroShotBaseline(M2pp_kn, tok, max_new_tokens=mnt)}
     self_rep = ZeroShotBaseline(M1, tok, max_new_tokens=mnt)
@@ -321,6 +352,12 @@ def evaluate_job(seed: int, cfg: dict, states: dict[str, dict]) -> dict:
         ok = contains_match(comp, [i.target for i in items])
         return {"accuracy": float(ok.mean()), "correct": ok}
 
+    scored: dict[str, dict] = {}
+
+    def keep(name: str, correct, clusters) -> None:
+        correct = [int(x) for x in np.asarray(correct, dtype=bool)]
+        scored[name] = {"correct": correct, "cluster": [str(c) for c in clusters], "n": len(correct)}
+
     out: dict[str, Any] = {"seed": seed}
     cond = {"a": ("consistent", "M2", "stereotype"), "b": ("shuffled", "M2", "stereotype"),
             "c": ("fantasy", "M2", "none"), "d": ("fantasy", "M2p", "mismatch"), "e": ("fantasy", "M2pp", "target")}
@@ -343,253 +380,306 @@ def evaluate_job(seed: int, cfg: dict, states: dict[str, dict]) -> dict:
     f_ctrl = recovered_name_control("M2", fe_items, SUBJECT_QUESTION, "consider {x} .")
     out["e"]["recovered_input_zero_shot"] = e_ctrl["accuracy"]
     out["f"]["recovered_input_zero_shot"] = f_ctrl["accuracy"]
-    out["e"]["diff_lit_minus_control"] = paired_difference_ci(reports["e"]["correct_target"], e_ctrl["correct"])
-    out["f"]["diff_zero_shot_minus_lit"] = paired_difference_ci(reports["f"]["zero_shot_correct"],
-                                                                reports["f"]["correct_target"])
-    out["d"]["diff_belief_minus_target"] = paired_difference_ci(reports["d"]["correct_belief"],
-                                                                reports["d"]["correct_target"])
+    per = {k: [i.meta["persona"] for i in w.eval_items(g)] for k, g in
+           (("a", "consistent"), ("b", "shuffled"), ("c", "fantasy"), ("d", "fantasy"), ("e", "fantasy"))}
+    keep("d_belief", reports["d"]["correct_belief"], per["d"])
+    keep("d_target", reports["d"]["correct_target"], per["d"])
+    keep("b_belief", reports["b"]["correct_belief"], per["b"])
+    keep("b_target", reports["b"]["correct_target"], per["b"])
+    keep("c_target", reports["c"]["correct_target"], per["c"])
+    keep("c_self", reports["c"]["self_report_correct"], per["c"])
+    keep("a_zs", reports["a"]["zero_shot_correct"], per["a"])
+    keep("e_lit", reports["e"]["correct_target"], per["e"])
+    keep("e_ctrl", e_ctrl["correct"], per["e"])
+    subj = [i.meta["subject"] for i in fe_items]
+    keep("f_zs", reports["f"]["zero_shot_correct"], subj)
+    keep("f_lit", reports["f"]["correct_target"], subj)
+    # positive control (issue 37): held-out generic people, known from C0 text only, never in LIT training;
+    # scored on their exception facts, which no stereotype guess gives
+    hold = [i for i in w.holdout_items() if i.meta["exception"]]
+    out["pc"] = {}
+    if hold:
+        src_h, q_h, ans_h = [i.source for i in hold], [i.question for i in hold], [i.target for i in hold]
+        for r in ("M2", "M2p", "M2pp"):
+            ok = contains_match(lit[r].verbalize(src_h, q_h), ans_h)
+            keep(f"pc_{r}", ok, [i.meta["persona"] for i in hold])
+            out["pc"][r] = float(ok.mean())
+        out["pc"]["text_M2p"] = float(contains_match(zs["M2p"].verbalize(src_h, q_h), ans_h).mean())
+    else:  # a world too small to hold anyone out
+        for r in ("M2", "M2p", "M2pp"):
+            keep(f"pc_{r}", [], [])
+            out["pc"][r] = float("nan")
+        out["pc"]["text_M2p"] = float("nan")
     # name recovery (claim 4): every paraphrase, both name tokens required (exact full-name match)
     def recovery(role: str, groups: tuple[str, ...]) -> float:
-        items = [it for g in groups for it in w.name_items(g)]
-        comp = lit[role].verbalize([i.source for i in items], NAME_QUESTION)
-        return float(np.mean([c.strip().lower() == i.target.lower() for c, i in zip(comp, items)]))
+        its = [it for g in groups for it in w.name_items(g)]
+        comp = lit[role].verbalize([i.source for i in its], NAME_QUESTION)
+        ok = [c.strip().lower() == i.target.lower() for c, i in zip(comp, its)]
+        keep(f"rec_{role}_{'real' if 'fantasy' not in groups else 'fantasy'}", ok, [i.meta["persona"] for i in its])
+        return float(np.mean(ok))
 
     out["name_recovery"] = {"M2_real": recovery("M2", ("consistent", "shuffled")),
                             "M2p_fantasy": recovery("M2p", ("fantasy",)), "M2pp_fantasy": recovery("M2pp", ("fantasy",)),
                             "M2_fantasy": recovery("M2", ("fantasy",))}
     probe_m1, probe_b = _probe(M1, tok, w, cfg, seed), _probe(B, tok, w, cfg, seed)
     out["probe"] = {"M1": probe_m1["accuracy"], "B": probe_b["accuracy"], "n": probe_m1["n"],
-                    "sites_M1": probe_m1["sites"], "sites_B": probe_b["sites"],
-                    "diff_M1_minus_B": paired_difference_ci(probe_m1["correct"], probe_b["correct"])}
+                    "sites_M1": probe_m1["sites"], "sites_B": probe_b["sites"]}
+    keep("probe_M1", probe_m1["correct"], probe_m1["groups"])
+    keep("probe_B", probe_b["correct"], probe_b["groups"])
     # McNemar of LIT vs zero-shot in each condition, Bonferroni over the six
     keys = list(reports)
     ps = [mcnemar(reports[k]["correct_target"], reports[k]["zero_shot_correct"]) for k in keys]
     out["mcnemar_bonferroni"] = dict(zip(keys, bonferroni(ps)))
     out["inverter_train_accuracy"] = inverter.train_accuracy_
+    out["items"] = scored
     out["time_s"] = time.perf_counter() - t0
     return out
 
 
 # ------------------------------------------------------------------------------------------- claims
+# Every verdict comes from icml26.common.stats: accuracies are bootstrapped over test items with whole clusters
+# (one persona, subject or held-out person in one seed: its 4 attributes or 4 paraphrases are not independent)
+# resampled, so the interval covers both items and seeds' personas. Paired statistics resample both arms' items
+# together. A difference whose threshold is 0 gets an absolute resolution of 0.02 (one item in 50): the 2 %
+# relative default would be 0 there.
+DIFF_ATOL = 0.02
+N_RESAMPLES = 1000
+MEDIUM_HINT = ("`--scale medium` runs 8 seeds (about 2.7x the small run's items; ~12 min on 2 cores, less on CUDA) "
+               "and the SmolLM2 LIT arm")
+
+
 def _mean(xs) -> float:
-    return float(np.mean(xs))
-
-
-def _sd(xs) -> float:
-    return float(np.std(xs, ddof=1)) if len(xs) > 1 else float("nan")
-
-
-def _seed_ci(xs) -> tuple[float, float]:
-    """95 % t-interval of the mean over seeds (NaN for one seed)."""
-    from scipy.stats import t as student
-
-    n = len(xs)
-    if n < 2:
-        return float("nan"), float("nan")
-    h = float(student.ppf(0.975, n - 1) * np.std(xs, ddof=1) / math.sqrt(n))
-    return _mean(xs) - h, _mean(xs) + h
-
-
-def _decides(values: list[float], threshold: float) -> bool:
-    """False when the seed-to-seed spread is larger than the distance of the mean from the threshold."""
-    sd = _sd(values)
-    return not (math.isfinite(sd) and sd > abs(_mean(values) - threshold))
+    return float(np.mean(xs)) if len(xs) else float("nan")
 
 
 def _fmt(xs) -> str:
     return "[" + ", ".join(f"{x:.3f}" for x in xs) + "]"
 
 
-def _undecided(parts: list[tuple[str, list[float], float]]) -> str:
-    bad = [name for name, vals, thr in parts if not _decides(vals, thr)]
-    return (" Cannot decide at this size for " + ", ".join(bad) + ": the seed spread exceeds the margin."
-            if bad else "")
+def _items(per_seed: list[dict], *keys: str) -> tuple[list[np.ndarray], np.ndarray]:
+    """Per-item 0/1 arrays of `keys` (the same items for every key) pooled over seeds, and their cluster labels."""
+    arrays = [np.concatenate([np.asarray(r["items"][k]["correct"], dtype=float) for r in per_seed]) for k in keys]
+    clusters = np.concatenate([[f"{r['seed']}:{c}" for c in r["items"][keys[0]]["cluster"]] for r in per_seed])
+    for k, a in zip(keys, arrays):
+        if a.shape != clusters.shape:
+            raise ValueError(f"items {k!r} and {keys[0]!r} are not scored on the same items")
+    return arrays, clusters
+
+
+def _interval(per_seed: list[dict], keys: tuple[str, ...], stat) -> tuple[float, stats.Interval]:
+    arrays, cl = _items(per_seed, *keys)
+    est = float(stat(*arrays)) if arrays[0].size else float("nan")
+    if len(set(cl)) < 2:  # one cluster cannot bound anything
+        return est, stats.Interval(-math.inf, math.inf, method="cluster-bootstrap", n=len(set(cl)), unit="clusters")
+    return est, stats.bootstrap_interval(tuple(arrays), stat, paired=len(arrays) > 1, clusters=cl,
+                                         n_resamples=N_RESAMPLES)
+
+
+def _acc(key: str, per_seed: list[dict], threshold: float, direction: str, label: str, atol: float = 0.0):
+    est, iv = _interval(per_seed, (key,), lambda a: a.mean())
+    return stats.decide(est, iv, threshold, direction, atol=atol, label=label)
+
+
+def _diff(keys: tuple[str, str], per_seed: list[dict], threshold: float, direction: str, label: str,
+          w: float = 1.0):
+    """Decision on mean(a) - w * mean(b) over the same items."""
+    est, iv = _interval(per_seed, keys, lambda a, b: a.mean() - w * b.mean())
+    return stats.decide(est, iv, threshold, direction, atol=DIFF_ATOL, label=label)
+
+
+def _verdict_note(d: stats.Decision) -> str:
+    """The decision in words, and for an inconclusive one what would decide it."""
+    text = " " + d.text() + "."
+    if d.verdict == "inconclusive":
+        text += f" What would decide it: more items and seeds as the hint says; {MEDIUM_HINT}."
+    return text
+
+
+def _pc_ok(per_seed: list[dict], role: str) -> tuple[float, str]:
+    pc = _mean([r["pc"][role] for r in per_seed])
+    return pc, (f"the decoder passed the positive control (claim PC: {pc:.2f} of held-out exception facts)"
+                if pc >= PC_MIN else f"the decoder FAILED the positive control (claim PC: {pc:.2f} < {PC_MIN} of "
+                                     f"held-out exception facts), so a failure here says little about the paper")
+
+
+def claim_positive_control(per_seed: list[dict]) -> Claim:
+    """PC: LIT reads its own text-only knowledge about people it never saw in LIT training (issue 37)."""
+    parts = [_acc(f"pc_{r}", per_seed, PC_MIN, ">=", f"{r} retrieval") for r in ("M2p", "M2pp")]
+    d = stats.all_of(*parts, label="PC")
+    txt = {r: [x["pc"][r] for x in per_seed] for r in ("M2", "M2p", "M2pp")}
+    zs = [x["pc"]["text_M2p"] for x in per_seed]
+    return Claim(
+        id="PC", statement="Positive control: the LIT decoder answers from its own text-only knowledge about people "
+                           "it never saw in LIT training (what claims 1 and 3e need it to be able to do).",
+        metric="held-out generic people (in the base corpus only, never in LIT training), exception facts (not the "
+               "name's stereotype): LIT accuracy of the M2' and M2'' decoders reading M1",
+        measured={"M2p": _mean(txt["M2p"]), "M2pp": _mean(txt["M2pp"]), "M2": _mean(txt["M2"]),
+                  "text_mode_M2p": _mean(zs)},
+        threshold=f">= {PC_MIN} for both", decision=d, kind="gate",
+        paper="(positive control added for issue 37; the paper's LIT decoders answer world-knowledge questions)",
+        per_seed=[_mean([a, b]) for a, b in zip(txt["M2p"], txt["M2pp"])],
+        details=f"per seed LIT M2' {_fmt(txt['M2p'])}, M2'' {_fmt(txt['M2pp'])}, M2 {_fmt(txt['M2'])}; the knowledge "
+                f"model M2'-FT in text mode {_fmt(zs)} (the ceiling). {per_seed[0]['items']['pc_M2p']['n']} "
+                f"exception items per seed. Can fail: a decoder that memorised its training people answers the "
+                f"name's stereotype here (the previous full fine-tune: 0.02)." + _verdict_note(d))
 
 
 def claim_mismatch(per_seed: list[dict]) -> Claim:
     """Claim 1, condition (d): LIT M2' follows its own facts F2, not the target's F1."""
+    chance = per_seed[0]["d"]["chance"]
+    p_bel = _acc("d_belief", per_seed, BELIEF_MIN, ">=", "belief >= 0.5")
+    p_tgt = _acc("d_target", per_seed, chance + CHANCE_MARGIN, "<=", "target <= chance + 0.10")
+    p_ratio = _diff(("d_belief", "d_target"), per_seed, 0.0, ">=", "belief - 3 x target >= 0", w=BELIEF_RATIO)
+    d = stats.all_of(p_bel, p_tgt, p_ratio, label="1")
     bel = [r["d"]["acc_verbalizer_belief"] for r in per_seed]
     tgt = [r["d"]["acc_target"] for r in per_seed]
-    chance = per_seed[0]["d"]["chance"]
-    mb, mt = _mean(bel), _mean(tgt)
-    held = mb >= BELIEF_MIN and mt <= chance + CHANCE_MARGIN and mb >= BELIEF_RATIO * mt
-    ci = [r["d"]["diff_belief_minus_target"] for r in per_seed]
     return Claim(
         id="1", statement="Under a knowledge mismatch, verbalizations follow the verbalizer's knowledge, not the "
                           "target's (PersonaQA-Fantasy, verbalizer taught other facts).",
         metric="condition (d), LIT M2' reading M1: accuracy against M2''s facts F2 (belief) and M1's facts F1",
-        measured={"belief": mb, "target": mt, "chance": chance},
+        measured={"belief": _mean(bel), "target": _mean(tgt), "chance": chance},
         threshold=f"belief >= {BELIEF_MIN}, target <= chance + {CHANCE_MARGIN} = {chance + CHANCE_MARGIN:.3f}, "
                   f"belief >= {BELIEF_RATIO:g} x target",
-        held=held, gate=True,
+        decision=d, kind="gate", per_seed=bel,
         paper="Fantasy: verbalization 0 % of the target's facts; with the verbalizer taught the personas it reaches "
               "18-72 % (what the verbalizer knows, not the target) (s)",
-        details=f"per seed belief {_fmt(bel)}, target {_fmt(tgt)}; paired item difference belief - target per seed "
-                + ", ".join(f"{c['mean']:+.3f} [{c['lo']:+.3f}, {c['hi']:+.3f}]" for c in ci)
-                + ". Can fail: belief >= 0.5 needs LIT-mode retrieval of the verbalizer's own persona facts. "
-                  "target <= chance + 0.10 can fail if the decoder reads F1 from M1's activations."
-                + _undecided([("belief", bel, BELIEF_MIN), ("target", tgt, chance + CHANCE_MARGIN)])
-                + ("" if held else " Not held." + _belief_note(per_seed, mb)),
-    )
-
-
-def _belief_note(per_seed: list[dict], belief: float) -> str:
-    """Why claim 1's belief clause failed, from this run's name recovery of M2' (claim 4)."""
-    if belief >= BELIEF_MIN:
-        return ""
-    rec = _mean([r["name_recovery"]["M2p_fantasy"] for r in per_seed])
-    if rec >= RECOVERY_MIN:
-        return (f" M2' recovers {rec:.2f} of the fantasy names from M1's activations but does not answer with its "
-                f"own facts F2: the decoder reads the input yet does not retrieve person-specific facts in LIT mode.")
-    return (f" M2' recovers only {rec:.2f} of the fantasy names (claim 4 below {RECOVERY_MIN}), so this failure is "
-            f"uninformative about whose knowledge the answers follow.")
+        details=f"per seed belief {_fmt(bel)}, target {_fmt(tgt)}; {_pc_ok(per_seed, 'M2p')[1]}. Can fail: belief "
+                f">= 0.5 needs LIT-mode retrieval of the verbalizer's own persona facts; target <= chance + 0.10 "
+                f"fails if the decoder reads F1 from M1's activations." + _verdict_note(d))
 
 
 def claim_present_not_verbalized(per_seed: list[dict]) -> Claim:
-    """Claim 2, condition (c): M1 knows F1 and a probe finds it, while the unaware verbalizer is at chance."""
-    sr = [r["c"]["self_report"] for r in per_seed]
-    pm = [r["probe"]["M1"] for r in per_seed]
-    pb = [r["probe"]["B"] for r in per_seed]
-    lt = [r["c"]["acc_target"] for r in per_seed]
+    """Claim 2, condition (c): a probe finds F1 in M1 (more than in B), while the unaware verbalizer is at chance."""
     chance = per_seed[0]["c"]["chance"]
-    held = _mean(sr) >= SELF_MIN and _mean(pm) >= chance + PROBE_MARGIN and _mean(lt) <= chance + CHANCE_MARGIN
-    lo, hi = _seed_ci([a - b for a, b in zip(pm, pb)])
+    p_self = _acc("c_self", per_seed, SELF_MIN, ">=", "self-report >= 0.9 (sanity)")
+    p_probe = _acc("probe_M1", per_seed, PROBE_MIN, ">=", f"probe M1 >= {PROBE_MIN} (the paper's ~25 %)")
+    p_gap = _diff(("probe_M1", "probe_B"), per_seed, 0.0, ">=", "probe M1 - probe B >= 0")
+    p_lit = _acc("c_target", per_seed, chance + CHANCE_MARGIN, "<=", "LIT <= chance + 0.10 (sanity)")
+    d = stats.all_of(p_self, p_probe, p_gap, p_lit, label="2")
+    sr, pm, pb, lt = ([r[k][j] for r in per_seed] for k, j in (("c", "self_report"), ("probe", "M1"),
+                                                               ("probe", "B"), ("c", "acc_target")))
     return Claim(
         id="2", statement="Information present in the target's activations is not verbalized: a linear probe on M1 "
-                          "decodes the fantasy facts while the verbalizer stays at chance.",
-        metric="condition (c): M1 self-report, persona-split probe accuracy on M1 (B as control), LIT M2 accuracy",
+                          "decodes the fantasy facts (more than on the base model) while the verbalizer stays at "
+                          "chance.",
+        metric="condition (c): M1 self-report, persona-split probe accuracy on M1 and on B (same probe, lr/l2 tuned "
+               "by inner CV for both), LIT M2 accuracy",
         measured={"self_report": _mean(sr), "probe_M1": _mean(pm), "probe_B": _mean(pb), "lit_target": _mean(lt),
                   "chance": chance},
-        threshold=f"self-report >= {SELF_MIN}, probe >= chance + {PROBE_MARGIN} = {chance + PROBE_MARGIN:.3f}, "
-                  f"LIT <= chance + {CHANCE_MARGIN}",
-        held=held, gate=True,
+        threshold=f"self-report >= {SELF_MIN}, probe M1 >= {PROBE_MIN} and > probe B, LIT <= chance + "
+                  f"{CHANCE_MARGIN}",
+        decision=d, kind="gate", per_seed=pm,
         paper="Fantasy: verbalization 0 % while a linear probe on the target reaches ~25 % (s)",
         details=f"per seed self-report {_fmt(sr)}, probe M1 {_fmt(pm)}, probe B (never saw the facts) {_fmt(pb)}, "
-                f"LIT {_fmt(lt)}; probe M1 - B over seeds {_mean(pm) - _mean(pb):+.3f}, 95 % t-interval "
-                f"[{lo:+.3f}, {hi:+.3f}]; {per_seed[0]['probe']['n']} probe predictions per seed (48 personas x 4 "
-                f"paraphrases x attributes, persona-split folds, site by inner CV: "
-                f"{per_seed[0]['probe']['sites_M1']}). Sanity (hold by construction or nearly): self-report (the "
-                f"interviews contain the eval line, review note 2) and LIT <= chance (M2 never saw a fantasy value). "
-                f"The claim rests on the probe clause, which can fail."
-                + _undecided([("probe", pm, chance + PROBE_MARGIN)]) + ("" if held else " Not held."),
-    )
+                f"LIT {_fmt(lt)}; {per_seed[0]['probe']['n']} probe predictions per seed (fantasy personas x 4 "
+                f"paraphrases x attributes, persona-split folds; read site and l2 picked by inner CV on the training "
+                f"folds, for M1 and B alike; M1 sites {per_seed[0]['probe']['sites_M1']}). Threshold amended "
+                f"(issue 37): the spec's chance + 0.25 = {chance + 0.25:.3f} was above the paper's own figure (~25 %), "
+                f"so the bar is the paper's 0.25, plus the control: the probe on M1 must beat the same probe on B. "
+                f"Sanity parts (hold by construction or nearly): self-report (the interviews contain the eval line, "
+                f"review note 2) and LIT <= chance (M2 never saw a fantasy value)." + _verdict_note(d))
 
 
 def claim_feature_extraction(per_seed: list[dict]) -> Claim:
-    zs = [r["f"]["zero_shot"] for r in per_seed]
-    li = [r["f"]["acc_target"] for r in per_seed]
-    ctrl = [r["f"]["recovered_input_zero_shot"] for r in per_seed]
-    held = _mean(zs) >= _mean(li) - FE_TOL and _mean(li) >= LIT_MIN
-    ci = [r["f"]["diff_zero_shot_minus_lit"] for r in per_seed]
+    p_gap = _diff(("f_zs", "f_lit"), per_seed, -FE_TOL, ">=", "zero-shot - LIT >= -0.05")
+    p_lit = _acc("f_lit", per_seed, LIT_MIN, ">=", "LIT >= 0.7")
+    d = stats.all_of(p_gap, p_lit, label="3f")
+    zs, li, ctrl = ([r["f"][k] for r in per_seed] for k in ("zero_shot", "acc_target", "recovered_input_zero_shot"))
     return Claim(
         id="3f", statement="Feature-extraction benchmarks are solvable without the target's internals: the "
                            "input-only baseline matches the verbalizer.",
-        metric="condition (f), held-out relation subjects: zero-shot M2 vs LIT M2 accuracy",
+        metric="condition (f), held-out relation subjects whose question format never occurs in the corpus: "
+               "zero-shot M2 vs LIT M2 accuracy",
         measured={"zero_shot": _mean(zs), "lit": _mean(li), "recovered_input_zero_shot": _mean(ctrl)},
-        threshold=f"zero_shot >= LIT - {FE_TOL} and LIT >= {LIT_MIN}",
-        held=held, gate=True,
+        threshold=f"zero_shot >= LIT - {FE_TOL} and LIT >= {LIT_MIN}", decision=d, kind="gate", per_seed=zs,
         paper="six feature-extraction tasks, Llama-3.1-8B: zero-shot 0.64 vs LIT 0.64 (Ministral 0.68 vs 0.61) (s)",
-        details=f"per seed zero-shot {_fmt(zs)}, LIT {_fmt(li)}, zero-shot on the subject LIT recovered {_fmt(ctrl)}; "
-                f"paired item difference zero-shot - LIT per seed "
-                + ", ".join(f"{c['mean']:+.3f} [{c['lo']:+.3f}, {c['hi']:+.3f}]" for c in ci)
-                + ". Both parts can fail (LIT >= 0.7 is the sanity that LIT works at all)."
-                + _undecided([("LIT >= 0.7", li, LIT_MIN)]) + ("" if held else " Not held."),
-    )
+        details=f"per seed zero-shot {_fmt(zs)}, LIT {_fmt(li)}, zero-shot on the subject LIT recovered {_fmt(ctrl)}. "
+                f"Rewritten for issue 37: the evaluated subjects' QA lines are held out of the base corpus (it has "
+                f"only their fact sentence 'the R of S is O .'), so neither arm can pass by recalling a corpus line "
+                f"verbatim. Both parts can fail." + _verdict_note(d))
 
 
 def claim_consistent(per_seed: list[dict]) -> Claim:
-    zs = [r["a"]["zero_shot"] for r in per_seed]
-    li = [r["a"]["acc_target"] for r in per_seed]
-    held = _mean(zs) >= ZS_MIN
+    d = _acc("a_zs", per_seed, ZS_MIN, ">=", "zero-shot >= 0.7")
+    zs, li = ([r["a"][k] for r in per_seed] for k in ("zero_shot", "acc_target"))
     return Claim(
         id="3a", statement="PersonaQA with name-consistent attributes is solvable from the input alone.",
         metric="condition (a): zero-shot M2 (no activations) accuracy against M1's facts",
-        measured={"zero_shot": _mean(zs), "lit": _mean(li)}, threshold=f"zero_shot >= {ZS_MIN}", held=held, gate=True,
+        measured={"zero_shot": _mean(zs), "lit": _mean(li)}, threshold=f"zero_shot >= {ZS_MIN}", decision=d,
+        kind="gate", per_seed=zs,
         paper="PersonaQA (attributes plausible from the name) is answerable without the target's internals (s)",
         details=f"per seed zero-shot {_fmt(zs)}, LIT {_fmt(li)}. Can fail if the base model's stereotype prior is "
-                f"weak." + _undecided([("zero-shot", zs, ZS_MIN)]) + ("" if held else " Not held."),
-    )
+                f"weak." + _verdict_note(d))
 
 
 def claim_shared(per_seed: list[dict]) -> Claim:
-    li = [r["e"]["acc_target"] for r in per_seed]
-    ctrl = [r["e"]["recovered_input_zero_shot"] for r in per_seed]
-    raw = [r["e"]["zero_shot"] for r in per_seed]
-    gap = abs(_mean(li) - _mean(ctrl))
-    held = gap <= SHARED_TOL
-    ci = [r["e"]["diff_lit_minus_control"] for r in per_seed]
+    lo = _diff(("e_lit", "e_ctrl"), per_seed, -SHARED_TOL, ">=", "LIT - control >= -0.10")
+    hi = _diff(("e_lit", "e_ctrl"), per_seed, SHARED_TOL, "<=", "LIT - control <= 0.10")
+    d = stats.all_of(lo, hi, label="3e")
+    li, ctrl, raw = ([r["e"][k] for r in per_seed] for k in ("acc_target", "recovered_input_zero_shot", "zero_shot"))
     return Claim(
         id="3e", statement="When the verbalizer shares the target's knowledge, verbalization is explained by "
                            "'input recovered from the activations + the verbalizer's own knowledge'.",
-        metric="condition (e): |LIT M2'' - zero-shot M2'' on the name M2'' recovered| (raw zero-shot reported)",
-        measured={"lit": _mean(li), "recovered_input_zero_shot": _mean(ctrl), "zero_shot": _mean(raw), "gap": gap},
-        threshold=f"|gap| <= {SHARED_TOL}", held=held, gate=True,
+        metric="condition (e): LIT M2'' - zero-shot M2'' on the name M2'' recovered (raw zero-shot reported)",
+        measured={"lit": _mean(li), "recovered_input_zero_shot": _mean(ctrl), "zero_shot": _mean(raw),
+                  "gap": _mean(li) - _mean(ctrl)},
+        threshold=f"|LIT - control| <= {SHARED_TOL}", decision=d, kind="gate",
+        per_seed=[a - b for a, b in zip(li, ctrl)],
         paper="inverted text + zero-shot ~0.79 vs LIT ~0.78 (s); shared persona knowledge: verbalization 18-72 %",
-        details=f"per seed LIT {_fmt(li)}, control {_fmt(ctrl)}, raw zero-shot {_fmt(raw)}; paired item difference "
-                f"LIT - control per seed "
-                + ", ".join(f"{c['mean']:+.3f} [{c['lo']:+.3f}, {c['hi']:+.3f}]" for c in ci)
-                + ". Can fail in both directions (LIT above the control would mean privileged reading)."
-                + _undecided([("gap", [abs(a - b) for a, b in zip(li, ctrl)], SHARED_TOL)])
-                + ("" if held else _shared_note(per_seed, _mean(li) - _mean(ctrl))),
-    )
-
-
-def _shared_note(per_seed: list[dict], diff: float) -> str:
-    rec = _mean([r["name_recovery"]["M2pp_fantasy"] for r in per_seed])
-    return (f" Not held: LIT - control = {diff:+.3f}; M2'' recovers {rec:.2f} of the fantasy names"
-            + (", so the gap lies in answering from the activations, not in reading the input." if rec >= RECOVERY_MIN
-               else f" (below {RECOVERY_MIN}), so the recovered-input control itself is weak."))
+        details=f"per seed LIT {_fmt(li)}, control {_fmt(ctrl)}, raw zero-shot {_fmt(raw)}; "
+                f"{_pc_ok(per_seed, 'M2pp')[1]}. Can fail in both directions (LIT above the control would mean "
+                f"privileged reading, below it a decoder that cannot use its knowledge)." + _verdict_note(d))
 
 
 def claim_recovery(per_seed: list[dict]) -> Claim:
+    d = stats.all_of(_acc("rec_M2_real", per_seed, RECOVERY_MIN, ">=", "M2 on real-culture personas"),
+                     _acc("rec_M2p_fantasy", per_seed, RECOVERY_MIN, ">=", "M2' on fantasy personas"), label="4")
     real = [r["name_recovery"]["M2_real"] for r in per_seed]
     fan = [r["name_recovery"]["M2p_fantasy"] for r in per_seed]
-    held = _mean(real) >= RECOVERY_MIN and _mean(fan) >= RECOVERY_MIN
     return Claim(
         id="4", statement="Sanity: the verbalizers decode the name from the target's activations (otherwise a "
                           "failure of claim 1 is uninformative).",
         metric="exact full-name recovery ('what name is in the text ?'), all 4 paraphrases per persona",
         measured={"M2_real_personas": _mean(real), "M2p_fantasy_personas": _mean(fan)},
-        threshold=f">= {RECOVERY_MIN} for both", held=held, gate=True,
+        threshold=f">= {RECOVERY_MIN} for both", decision=d, kind="gate", per_seed=real,
         paper="(toy sanity check of spec 6; no paper figure)",
         details=f"per seed M2 on real-culture personas {_fmt(real)}, M2' on fantasy personas {_fmt(fan)}; persona "
-                f"names never occur in LIT training." + _undecided([("M2", real, RECOVERY_MIN),
-                                                                   ("M2'", fan, RECOVERY_MIN)])
-                + ("" if held else " Not held."),
-    )
+                f"names never occur in LIT training, whose name-recovery rows are balanced (one row per name, as "
+                f"many within-culture names as fantasy pairings; issue 37)." + _verdict_note(d))
 
 
 def claim_shuffled(per_seed: list[dict]) -> Claim:
-    bel = [r["b"]["acc_verbalizer_belief"] for r in per_seed]
-    tgt = [r["b"]["acc_target"] for r in per_seed]
     chance = per_seed[0]["b"]["chance"]
-    held = _mean(tgt) <= chance + CHANCE_MARGIN and _mean(bel) >= BELIEF_RATIO * max(_mean(tgt), 1e-9)
+    d = stats.all_of(_acc("b_target", per_seed, chance + CHANCE_MARGIN, "<=", "target <= chance + 0.10"),
+                     _diff(("b_belief", "b_target"), per_seed, 0.0, ">=", "stereotype - 3 x target >= 0",
+                           w=BELIEF_RATIO), label="S")
+    bel, tgt = ([r["b"][k] for r in per_seed] for k in ("acc_verbalizer_belief", "acc_target"))
     return Claim(
         id="S", statement="PersonaQA-Shuffled: verbalization falls to chance on the target's facts and follows the "
                           "verbalizer's stereotype instead.",
         metric="condition (b), LIT M2: accuracy against M1's shuffled facts and against the name's stereotype",
         measured={"target": _mean(tgt), "stereotype": _mean(bel), "chance": chance},
-        threshold=f"target <= chance + {CHANCE_MARGIN} and stereotype >= {BELIEF_RATIO:g} x target", held=held,
-        gate=False, paper="PersonaQA-Shuffled: verbalization at chance (s)",
+        threshold=f"target <= chance + {CHANCE_MARGIN} and stereotype >= {BELIEF_RATIO:g} x target", decision=d,
+        kind="report", per_seed=tgt, paper="PersonaQA-Shuffled: verbalization at chance (s)",
         details=f"per seed target {_fmt(tgt)}, stereotype {_fmt(bel)}; self-report M1 "
-                f"{_fmt([r['b']['self_report'] for r in per_seed])}. Report-only (not a spec gate).",
-    )
+                f"{_fmt([r['b']['self_report'] for r in per_seed])}. Report-only (not a spec gate)." + _verdict_note(d))
 
 
 def claim_patchscopes(per_seed: list[dict]) -> Claim:
     bel = [r["d"]["patchscopes"]["belief"]["any_layer"] for r in per_seed]
     tgt = [r["d"]["patchscopes"]["target"]["any_layer"] for r in per_seed]
-    held = _mean(bel) > _mean(tgt)
+    # per seed, one number per arm (the any-layer summary has no per-item form): a paired t interval over seeds
+    d = stats.decide(_mean(bel) - _mean(tgt), stats.paired_t_interval(bel, tgt), 0.0, ">=", atol=DIFF_ATOL)
     grid = per_seed[0]["d"]["patchscopes"]["belief"]["grid"]
     return Claim(
         id="P", statement="Patchscopes under knowledge mismatch also follows the verbalizer (expected direction).",
         metric="condition (d), Patchscopes M1 -> M2' knowledge model, correct at ANY target layer averaged over "
-               "source layers: against F2 (belief) vs F1 (target)",
-        measured={"belief_any_layer": _mean(bel), "target_any_layer": _mean(tgt)}, threshold="belief > target",
-        held=held, gate=False, paper="Patchscopes 0.38 (Llama) / 0.27 (Ministral) on feature extraction (s)",
+               "source layers: against F2 (belief) minus against F1 (target)",
+        measured={"belief_any_layer": _mean(bel), "target_any_layer": _mean(tgt)}, threshold="belief - target > 0",
+        decision=d, kind="report", per_seed=[a - b for a, b in zip(bel, tgt)],
+        paper="Patchscopes 0.38 (Llama) / 0.27 (Ministral) on feature extraction (s)",
         details=f"per seed belief {_fmt(bel)}, target {_fmt(tgt)}; seed-0 (ls,lt) grid against F2 {grid}. Report-only "
-                f"(spec: training-free patching in a 2-layer toy may be weak).",
-    )
+                f"(spec: training-free patching in a 2-layer toy may be weak)." + _verdict_note(d))
 
 
 # ------------------------------------------------------------------------------------------- figures
@@ -649,102 +739,50 @@ _KINDS = {"B": "base", "M1": "finetune", "M2p": "finetune", "LIT_M2": "lit", "LI
           "eval": "eval"}
 
 
-def _job_inputs(cfg: dict, done: dict, s: int, name: str) -> dict | None:
-    """Keyword arguments of job `name` of seed `s`, or None while one of its inputs is not trained yet.
-
-    Per seed: B -> (M1, M2'-FT) -> (LIT M2, LIT M2', LIT M2'') -> evaluation. M2''-FT is M1: the spec trains it
-    with M1's exact recipe (B + F1 mixed with C0), so the same weights serve both.
-    """
+def job_graph(cfg: dict, seeds: list[int]) -> tuple[dict, dict]:
+    """(jobs, deps) for `common.parallel.run_graph`: per seed B -> (M1, M2'-FT) -> (LIT M2, LIT M2', LIT M2'')
+    -> evaluation. Each job is built from its dependencies' results (their trained weights). M2''-FT is M1: the
+    spec trains it with M1's exact recipe (B + F1 mixed with C0), so the same weights serve both."""
     reader = "M1" if cfg["lit_read"] == "target" else "B"
-    lit_spec = {"LIT_M2": ("B", None, "M2"), "LIT_M2p": ("M2p", "mismatch", "M2p"), "LIT_M2pp": ("M1", "target", "M2pp")}
-    st = {k[1]: v["state"] for k, v in done.items() if k[0] == s and "state" in v}
-    if name == "B":
-        return {"seed": s, "cfg": cfg}
-    if name in ("M1", "M2p"):
-        return None if "B" not in st else {"seed": s, "cfg": cfg, "base_state": st["B"],
-                                           "facts": "target" if name == "M1" else "mismatch", "role": name}
-    if name in lit_spec:
-        dec, reh, role = lit_spec[name]
-        if dec not in st or reader not in st:
-            return None
-        return {"seed": s, "cfg": cfg, "decoder_state": st[dec], "read_state": st[reader], "rehearsal": reh,
-                "role": role}
-    needed = ("B", "M1", "M2p", "LIT_M2", "LIT_M2p", "LIT_M2pp")
-    if not all(k in st for k in needed):
-        return None
-    return {"seed": s, "cfg": cfg, "states": {**{k: st[k] for k in needed}, "M2pp": st["M1"]}}
+    lit_spec = {"LIT_M2": ("B", None, "M2"), "LIT_M2p": ("M2p", "mismatch", "M2p"),
+                "LIT_M2pp": ("M1", "target", "M2pp")}
+    jobs, deps = {}, {}
+    for s in seeds:
+        jobs[(s, "B")] = {"kind": "base", "kwargs": {"seed": s, "cfg": cfg}}
+        for name in ("M1", "M2p"):
+            deps[(s, name)] = [(s, "B")]
+            jobs[(s, name)] = (lambda inp, s=s, name=name: {"kind": "finetune", "kwargs": {
+                "seed": s, "cfg": cfg, "base_state": inp[(s, "B")]["state"],
+                "facts": "target" if name == "M1" else "mismatch", "role": name}})
+        for name, (dec, reh, role) in lit_spec.items():
+            deps[(s, name)] = list(dict.fromkeys([(s, dec), (s, reader)]))
+            jobs[(s, name)] = (lambda inp, s=s, dec=dec, reh=reh, role=role: {"kind": "lit", "kwargs": {
+                "seed": s, "cfg": cfg, "decoder_state": inp[(s, dec)]["state"],
+                "read_state": inp[(s, reader)]["state"], "rehearsal": reh, "role": role}})
+        need = ("B", "M1", "M2p", "LIT_M2", "LIT_M2p", "LIT_M2pp")
+        deps[(s, "eval")] = [(s, n) for n in need]
+        jobs[(s, "eval")] = (lambda inp, s=s: {"kind": "eval", "kwargs": {"seed": s, "cfg": cfg, "states": {
+            **{n: inp[(s, n)]["state"] for n in need}, "M2pp": inp[(s, "M1")]["state"],
+            **{f"adapter_{n}": inp[(s, n)].get("adapter") for n in need if n.startswith("LIT_")}}}})
+    return jobs, deps
 
 
-def _run_graph(cfg: dict, seeds: list[int], workers: int | None, timings: dict) -> dict:
-    """Run every job as soon as its inputs exist, on one pool of single-thread worker processes.
+def _run_jobs(cfg: dict, seeds: list[int], workers: int | None, timings: dict) -> dict:
+    """Every job on one pool of single-thread workers, each started once its inputs exist; a free worker takes the
+    ready job of the earliest stage (base models first: everything waits on them), then the lowest seed. Each job
+    seeds itself, so the results do not depend on the order or the worker count."""
+    from icml26.common.parallel import run_graph
 
-    A free worker takes the ready job of the earliest stage (base models first: everything waits on them), then
-    the lowest seed, so both workers stay busy until the last evaluations (no barrier between stages, and the
-    workers start once). Each job seeds itself, so the results do not depend on the order or the worker count.
-    """
-    import multiprocessing as mp
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-
-    from icml26.common.parallel import _terminate, default_workers, init_worker
-    from tqdm.auto import tqdm
-
-    pending = {(s, n) for s in seeds for n in _KINDS}
-    done: dict[tuple[int, str], dict] = {}
+    jobs, deps = job_graph(cfg, seeds)
     schedule: list[dict] = []
-    n_workers = min(default_workers() if workers is None else workers, len(pending))
     t0 = time.perf_counter()
-    bar = tqdm(total=len(pending), desc="verbalization jobs", leave=False)
-
-    def next_job():
-        for _, s, n in sorted((_STAGE[n], s, n) for s, n in pending):
-            kw = _job_inputs(cfg, done, s, n)
-            if kw is not None:
-                pending.discard((s, n))
-                return (s, n), {"kind": _KINDS[n], "kwargs": kw}
-        return None
-
-    try:
-        if n_workers <= 1:
-            old = torch.get_num_threads()
-            torch.set_num_threads(1)
-            try:
-                while pending:
-                    job = next_job()
-                    if job is None:  # pragma: no cover - the dependency graph has no cycle
-                        raise RuntimeError("no job is ready")
-                    t = time.perf_counter() - t0
-                    done[job[0]] = dispatch_job(**job[1])
-                    schedule.append({"job": job[0][1], "seed": job[0][0], "start_s": t,
-                                     "end_s": time.perf_counter() - t0})
-                    bar.update()
-            finally:
-                torch.set_num_threads(old)
-        else:
-            pool = ProcessPoolExecutor(n_workers, mp_context=mp.get_context("spawn"), initializer=init_worker)
-            running: dict = {}
-            try:
-                while pending or running:
-                    while len(running) < n_workers and (job := next_job()) is not None:
-                        running[pool.submit(dispatch_job, **job[1])] = (job[0], time.perf_counter() - t0)
-                    if not running:  # pragma: no cover - the dependency graph has no cycle
-                        raise RuntimeError("no job is ready")
-                    finished, _ = wait(running, return_when=FIRST_COMPLETED)
-                    for fut in finished:
-                        key, start = running.pop(fut)
-                        done[key] = fut.result()
-                        schedule.append({"job": key[1], "seed": key[0], "start_s": start,
-                                         "end_s": time.perf_counter() - t0})
-                        bar.update()
-            except BaseException:
-                _terminate(pool)
-                raise
-            else:
-                pool.shutdown(wait=True)
-    finally:
-        bar.close()
+    done = run_graph(dispatch_job, jobs, deps, workers=workers, priority=lambda k: (_STAGE[k[1]], k[0]),
+                     desc="verbalization jobs", schedule=schedule)
     timings["jobs_wall_s"] = time.perf_counter() - t0
-    timings["workers"] = n_workers
-    timings["schedule"] = schedule
+    timings["workers"] = min(workers or __import__("icml26.common.parallel", fromlist=["x"]).default_workers(),
+                             len(jobs))
+    timings["schedule"] = [{"job": k[1], "seed": k[0], "start_s": r["start_s"], "end_s": r["end_s"]}
+                           for r in schedule for k in [r["job"]]]
     return done
 
 
@@ -763,15 +801,15 @@ def run(config: dict) -> Result:
     workers = cfg["workers"] or None
     timings: dict[str, float] = {}
 
-    results = _run_graph(cfg, seeds, workers, timings)
+    results = _run_jobs(cfg, seeds, workers, timings)
     per_seed = [results[(s, "eval")] for s in seeds]
     base = [results[(s, "B")] for s in seeds]
     fts = [results[(s, r)] for s in seeds for r in ("M1", "M2p")]
     lits = [results[(s, f"LIT_{r}")] for s in seeds for r in ("M2", "M2p", "M2pp")]
 
-    claims = [claim_mismatch(per_seed), claim_present_not_verbalized(per_seed), claim_feature_extraction(per_seed),
-              claim_consistent(per_seed), claim_shared(per_seed), claim_recovery(per_seed),
-              claim_shuffled(per_seed), claim_patchscopes(per_seed)]
+    claims = [claim_positive_control(per_seed), claim_mismatch(per_seed), claim_present_not_verbalized(per_seed),
+              claim_feature_extraction(per_seed), claim_consistent(per_seed), claim_shared(per_seed),
+              claim_recovery(per_seed), claim_shuffled(per_seed), claim_patchscopes(per_seed)]
     metrics: dict[str, Any] = {
         "per_seed": per_seed, "timings": timings,
         "losses": {"B": [b["loss"] for b in base], **{f"{r['role']}_seed{r['seed']}": r["loss"] for r in fts},
@@ -787,15 +825,21 @@ def run(config: dict) -> Result:
                                    cfg["real_lm_max_new_tokens"])
         timings["real_lm_s"] = time.perf_counter() - t
         metrics["real_lm"] = real
+        zs_ok = np.asarray(real["zero_shot_correct"], dtype=float)
+        ps_ok = np.asarray(real["patchscopes_correct"], dtype=float)
+        est, iv = float(zs_ok.mean() - ps_ok.mean()), stats.bootstrap_interval(
+            (zs_ok, ps_ok), lambda a, b: a.mean() - b.mean(), paired=True, n_resamples=N_RESAMPLES)
+        d_real = stats.decide(est, iv, -0.05, ">=", atol=DIFF_ATOL)
         claims.append(Claim(
             id="R", statement="On a real LM (SmolLM2-135M-Instruct, M1 = M2) the input-only baseline matches or "
                               "beats Patchscopes on real feature extraction.",
             metric="country -> currency/capital facts: zero-shot vs Patchscopes (any target layer, mean over source "
                    "layers)",
             measured={"zero_shot": real["zero_shot"], "patchscopes_any_layer": real["patchscopes"]["any_layer"]},
-            threshold="zero_shot >= patchscopes - 0.05", held=real["zero_shot"] >= real["patchscopes"]["any_layer"] - 0.05,
-            gate=False, paper="Llama-3.1-8B: zero-shot 0.64 vs Patchscopes 0.38 (s)",
-            details=f"{real['n']} facts; grid {real['patchscopes']['grid']}. Report-only (review note 7)."))
+            threshold="zero_shot - patchscopes >= -0.05", decision=d_real, kind="report",
+            paper="Llama-3.1-8B: zero-shot 0.64 vs Patchscopes 0.38 (s)",
+            details=f"{real['n']} facts; grid {real['patchscopes']['grid']}; paired item bootstrap of zero-shot - "
+                    f"Patchscopes (any layer). Report-only (review note 7)." + _verdict_note(d_real)))
     result = Result(slug=SLUG, scale=scale, config=config, metrics=metrics, claims=claims)
     result.add_figure("conditions", _fig_conditions(per_seed))
     result.add_figure("probe", _fig_probe(per_seed, per_seed[0]["c"]["chance"]))
@@ -808,4 +852,4 @@ def run(config: dict) -> Result:
 
 
 __all__ = ["CONFIGS", "CONFIG_HELP", "EXPECTED_RUNTIME_S", "validate_config", "run", "train_base_job",
-           "finetune_job", "lit_job", "evaluate_job"]
+           "finetune_job", "lit_job", "evaluate_job", "job_graph"]

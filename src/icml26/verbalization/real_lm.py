@@ -90,7 +90,7 @@ def smollm2_patchscopes(n_facts: int = 40, source_layers=(6, 12), target_layers=
                         use_cache: bool = True) -> dict:
     """Patchscopes (M1 = M2 = SmolLM2) vs zero-shot on real facts; returns accuracies and the (ls, lt) grid."""
     source_layers, target_layers = [int(x) for x in source_layers], [int(x) for x in target_layers]
-    key = json.dumps([n_facts, source_layers, target_layers, max_new_tokens])
+    key = json.dumps([n_facts, source_layers, target_layers, max_new_tokens, 2])  # 2: per-item arrays
     path = cache_dir("verbalization") / f"smollm2_patchscopes_{hashlib.sha256(key.encode()).hexdigest()[:12]}.json"
     if use_cache and path.exists():
         return json.loads(path.read_text())
@@ -102,7 +102,13 @@ def smollm2_patchscopes(n_facts: int = 40, source_layers=(6, 12), target_layers=
     sweep = ps.verbalize_sweep(src, q_ps, source_layers=source_layers)
     zs = ZeroShotBaseline(model, tok, prompt_format="{source}. {question}", max_new_tokens=max_new_tokens,
                           batch_size=16).verbalize(src, q_zs)
+    any_ok = None
+    for (ls, lt), comp in sweep.items():  # per item: correct at any (ls, lt) of the grid
+        ok = contains_match(comp, ans)
+        any_ok = ok if any_ok is None else (any_ok | ok)
     res = {"n": len(items), "zero_shot": float(contains_match(zs, ans).mean()),
+           "zero_shot_correct": [int(x) for x in contains_match(zs, ans)],
+           "patchscopes_correct": [int(x) for x in any_ok],
            "patchscopes": any_layer_accuracy(sweep, ans), "examples": [
                {"source": s, "answer": a, "zero_shot": z, "patchscopes": sweep[(source_layers[0], target_layers[0])][i]}
                for i, (s, a, z) in enumerate(zip(src[:6], ans[:6], zs[:6]))]}

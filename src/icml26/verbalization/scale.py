@@ -40,11 +40,12 @@ __all__ = ["validate_paper_config", "run_paper", "train_lit", "load_personaqa", 
 PAPER_KEYS = ("seed", "target_model", "decoder_model", "personaqa_dir", "personaqa_variant", "lit_data",
               "lit_steps", "lit_lr", "lit_batch_size", "lora_rank", "read_layers", "write_layer",
               "ps_source_layers", "ps_target_layers", "max_new_tokens", "dtype", "out_dir", "eval_limit")
+PAPER_OPTIONAL = ("lit_checkpoint", "placeholder", "save_all_ranks")  # with defaults '' / '?' / False
 
 
 def validate_paper_config(cfg: dict) -> None:
     """Raise ValueError/TypeError naming the first bad key of a paper-scale config."""
-    require_keys(cfg, PAPER_KEYS)
+    require_keys(cfg, PAPER_KEYS, optional=("scale", *PAPER_OPTIONAL))
     check_int(cfg["seed"], "seed", min=0)
     for k in ("target_model", "decoder_model", "personaqa_variant", "out_dir"):
         if not isinstance(cfg[k], str) or not cfg[k]:
@@ -223,6 +224,7 @@ def run_paper(config: dict) -> Result:
             ok = contains_match(lit.verbalize(src, [q.replace(" x", "").strip() for q in qs]), ans)
             per_layer[int(layer)] = float(ok.mean())
             oks.append(ok)
+        metrics["lit_correct"] = [[int(x) for x in ok] for ok in oks]
         metrics["lit"] = {"mean_over_layers": float(np.mean(list(per_layer.values()))), "per_layer": per_layer,
                           "p_vs_zero_shot_layer0": mcnemar(oks[0], zs_ok)}
     claims = []
@@ -231,13 +233,27 @@ def run_paper(config: dict) -> Result:
         claims.append(Claim(
             id="3-paper", statement="PersonaQA is answered as well from the input alone as by LIT.",
             metric=f"{cfg['personaqa_variant']}: zero-shot vs LIT (mean over read layers)",
-            measured={"zero_shot": metrics["zero_shot"], "lit": m}, threshold="zero_shot >= LIT - 0.05",
-            held=metrics["zero_shot"] >= m - 0.05, gate=False,
+            measured={"zero_shot": metrics["zero_shot"], "lit": m}, threshold="zero_shot - LIT >= -0.05",
+            decision=_zs_vs_lit(zs_ok, oks), kind="report",
             paper="feature extraction: zero-shot 0.64 vs LIT 0.64; Shuffled at chance; Fantasy 0 % (s)",
             details=f"{len(items)} items; per read layer {metrics['lit']['per_layer']}"))
     result = Result(slug="verbalization", scale="paper", config=config, metrics=metrics, claims=claims)
     result.runtime_s = time.perf_counter() - t0
     return result
+
+
+def _zs_vs_lit(zs_ok: np.ndarray, lit_oks: list[np.ndarray]):
+    """Paired item bootstrap of zero-shot minus LIT (LIT: mean over read layers per item) against -0.05."""
+    from icml26.common import stats
+
+    a = np.asarray(zs_ok, dtype=float)
+    b = np.mean([np.asarray(o, dtype=float) for o in lit_oks], axis=0)
+    est = float(a.mean() - b.mean())
+    if a.size < 2:
+        iv = stats.Interval(-float("inf"), float("inf"), method="bootstrap-bca", n=int(a.size), unit="items")
+    else:
+        iv = stats.bootstrap_interval((a, b), lambda x, y: x.mean() - y.mean(), paired=True, n_resamples=1000)
+    return stats.decide(est, iv, -0.05, ">=", atol=0.02)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,12 +34,12 @@ from tqdm.auto import tqdm
 from icml26.common.generation import generate, lm_logits
 from icml26.common.train import warmup_cosine
 from icml26.common.validation import check_bool, check_float, check_int, check_seed
-from icml26.verbalization.hooks import (_check_layer, hidden_size, is_causal_lm, patch_activations,
+from icml26.verbalization.hooks import (_check_layer, hidden_size, is_causal_lm, num_layers, patch_activations,
                                         read_activations)
 from icml26.verbalization.models import pad_right
 
 __all__ = ["PatchscopesVerbalizer", "LITVerbalizer", "check_texts", "check_str_list", "generate_patched",
-           "lit_batch_loss"]
+           "lit_batch_loss", "merge_lora"]
 
 
 # ------------------------------------------------------------------------------------------- shared helpers
@@ -171,6 +171,19 @@ def lit_batch_loss(decoder, seqs: Sequence[Sequence[int]], label_starts: Sequenc
                            ignore_index=-100)
 
 
+def merge_lora(model: torch.nn.Module) -> torch.nn.Module:
+    """Fold peft LoRA adapters into their base layers, in place: each adapted Linear becomes a plain Linear with
+    W + scale * B A, so `state_dict()` has the original model's keys (a TinyLM can load it). Returns `model`."""
+    for name, mod in list(model.named_modules()):
+        if hasattr(mod, "base_layer") and hasattr(mod, "lora_A") and callable(getattr(mod, "merge", None)):
+            mod.merge()
+            parent = model.get_submodule(name.rsplit(".", 1)[0]) if "." in name else model
+            setattr(parent, name.rsplit(".", 1)[-1], mod.get_base_layer())
+    for p in model.parameters():
+        p.requires_grad_(True)
+    return model
+
+
 def _batches(n: int, size: int):
     for i in range(0, n, size):
         yield slice(i, min(n, i + size))
@@ -185,7 +198,8 @@ class PatchscopesVerbalizer:
         verbalizer: M2, the model that answers (may be `target` itself, the paper's main setting).
         tokenizer_t, tokenizer_v: their tokenizers.
         source_layer: ls, read at the last token of the source text (1..L_t; 0 = embeddings).
-        target_layers: lt or a list of them (0..L_v - 1: a write at M2's last layer cannot reach later tokens).
+        target_layers: lt or a list of them (0..L_v; a write at M2's last layer L_v reaches no later token, so it is
+            refused with a ValueError unless the placeholder is the inspection prompt's last token).
         template: inspection prompt; "{question}" is replaced by each question.
         placeholder: the word whose (last) occurrence in the inspection prompt is overwritten.
         max_new_tokens: greedy tokens generated (official config: 20).
@@ -272,6 +286,17 @@ class PatchscopesVerbalizer:
                                                    for x in self._seq(source_layers, "source_layers")]
         lts = lts0 if target_layers is None else self._layers(target_layers, "target_layers")
         prompts, places = zip(*[self.inspection_prompt(q) for q in qs]) if qs else ((), ())
+        L_v = num_layers(self.verbalizer)
+        if L_v in lts:
+            # the last block's output at the placeholder feeds only that position's own next-token logits: unless
+            # the placeholder is the prompt's last token, such a write cannot reach the answer (issue 37: it
+            # silently returned the unpatched completion)
+            late = [i for i, (p, ph) in enumerate(zip(prompts, places)) if ph != len(p) - 1]
+            if late:
+                raise ValueError(f"target layer {L_v} is the verbalizer's last layer: a write there only changes the "
+                                 f"placeholder's own next-token logits, and in {len(late)} prompt(s) (e.g. "
+                                 f"{self.template.format(question=qs[late[0]])!r}) the placeholder is not the last "
+                                 f"token, so patching would have no effect; use target layers 0..{L_v - 1}")
         d_v = hidden_size(self.verbalizer)
         out: dict[tuple[int, int], list[str]] = {}
         for ls in lss:
@@ -309,7 +334,12 @@ class LITVerbalizer:
         read_layer: lr, layer of M1 read at every token of the source (default 1).
         write_layer: lw, layer of M2 written at the placeholders (default 0 = embedding output).
         lora_rank: None trains all decoder weights; an int trains LoRA adapters of that rank on the attention
-            projections (needs `peft`).
+            and MLP projections (needs `peft`) and freezes the rest, as the paper's LoRA LIT decoders do.
+        input_adapter: also train an affine map (identity-initialised) applied to the read activations before
+            they are written (after `mapping`); `adapter_` after fit. With `lora_rank` this is a low-capacity
+            decoder that must reuse the frozen decoder's own knowledge instead of memorising its training people.
+        train_decoder: False freezes the decoder's own weights when `lora_rank` is None (then only the input
+            adapter trains).
         placeholder: the single-token word used for placeholder slots (its embedding is overwritten when lw = 0).
         max_new_tokens: greedy tokens generated (official config: 20).
         mapping: optional callable (..., d_t) -> (..., d_v) applied to activations (required when widths differ).
@@ -322,14 +352,16 @@ class LITVerbalizer:
     def __init__(self, target, decoder, tokenizer_t, tokenizer_v, read_layer: int = 1, write_layer: int = 0, *,
                  lora_rank: int | None = None, placeholder: str = "?", max_new_tokens: int = 20,
                  mapping: Callable | None = None, copy: bool = True, trained: bool = False,
-                 batch_size: int = 64) -> None:
+                 batch_size: int = 64, input_adapter: bool = False, train_decoder: bool = True) -> None:
         self.target, self.decoder = target, decoder
         self.tokenizer_t, self.tokenizer_v = tokenizer_t, tokenizer_v
         self.read_layer, self.write_layer, self.lora_rank = read_layer, write_layer, lora_rank
         self.placeholder, self.max_new_tokens, self.mapping = placeholder, max_new_tokens, mapping
         self.copy, self.trained, self.batch_size = copy, trained, batch_size
+        self.input_adapter, self.train_decoder = input_adapter, train_decoder
         self._validate()
         self.decoder_ = decoder if trained else None
+        self.adapter_: torch.nn.Module | None = None
         self.history_: list[float] = []
         self._fits = 0
 
@@ -347,6 +379,10 @@ class LITVerbalizer:
         check_int(self.batch_size, "batch_size", min=1)
         check_bool(self.copy, "copy")
         check_bool(self.trained, "trained")
+        check_bool(self.input_adapter, "input_adapter")
+        check_bool(self.train_decoder, "train_decoder")
+        if not self.train_decoder and self.lora_rank is None and not self.input_adapter:
+            raise ValueError("train_decoder=False without lora_rank or input_adapter leaves nothing to train")
         if not isinstance(self.placeholder, str):
             raise TypeError(f"placeholder must be a string, got {type(self.placeholder).__name__}")
         ids = list(self.tokenizer_v.encode(self.placeholder, add_special_tokens=False))
@@ -458,6 +494,14 @@ class LITVerbalizer:
 
         dec = _copy.deepcopy(self.decoder) if self.copy else self.decoder
         params = self._trainable(dec)
+        adapter = None
+        if self.input_adapter:
+            d_v = hidden_size(dec)
+            adapter = torch.nn.Linear(d_v, d_v).to(next(dec.parameters()).device)
+            with torch.no_grad():  # identity: the decoder starts by reading the activations as they are
+                adapter.weight.copy_(torch.eye(d_v))
+                adapter.bias.zero_()
+            params = params + list(adapter.parameters())
         opt = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
         sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine(steps, 0.05))
         rng = np.random.default_rng(seed)
@@ -477,6 +521,8 @@ class LITVerbalizer:
             sel_acts = [acts[examples[j][0]] for j in pick]
             if scale is not None:
                 sel_acts = [a + activation_noise * scale * torch.randn(a.shape, generator=gen) for a in sel_acts]
+            if adapter is not None:
+                sel_acts = [adapter(a.to(adapter.weight.device)) for a in sel_acts]
             loss = lit_batch_loss(dec, seqs, starts, [places[j] for j in pick], sel_acts, self.write_layer, pad)
             opt.zero_grad(set_to_none=True)
             loss.backward()
@@ -485,19 +531,25 @@ class LITVerbalizer:
             sched.step()
             history.append(float(loss.detach()))
         dec.eval()
-        self.decoder_, self.history_ = dec, history
+        if adapter is not None:
+            adapter.eval().requires_grad_(False)
+        self.decoder_, self.history_, self.adapter_ = dec, history, adapter
         self._fits += 1
         return self
 
     def _trainable(self, dec) -> list[torch.nn.Parameter]:
         if self.lora_rank is None:
+            if not self.train_decoder:  # only the input adapter learns: the decoder stays as it was
+                for p in dec.parameters():
+                    p.requires_grad_(False)
             return [p for p in dec.parameters() if p.requires_grad]
         try:
             from peft import LoraConfig, inject_adapter_in_model
         except ImportError as e:  # pragma: no cover - peft is in the [verbalization] extra
             raise ImportError("lora_rank needs the optional package peft: pip install icml26[verbalization]") from e
         names = {n.rsplit(".", 1)[-1] for n, m in dec.named_modules() if isinstance(m, torch.nn.Linear)}
-        targets = sorted(names & {"q_proj", "k_proj", "v_proj", "o_proj", "c_attn", "query_key_value"})
+        targets = sorted(names & {"q_proj", "k_proj", "v_proj", "o_proj", "c_attn", "query_key_value", "up", "down",
+                                  "gate", "up_proj", "down_proj", "gate_proj"})
         if not targets:
             raise ValueError("lora_rank: the decoder has no q_proj/k_proj/v_proj/o_proj (or c_attn) layers")
         inject_adapter_in_model(LoraConfig(r=int(self.lora_rank), lora_alpha=2 * int(self.lora_rank),
@@ -517,6 +569,9 @@ class LITVerbalizer:
         if not src:
             return []
         acts = self._read(target, src)
+        if self.adapter_ is not None:
+            with torch.no_grad():
+                acts = [self.adapter_(a.to(self.adapter_.weight.device)).cpu() for a in acts]
         out: list[str] = []
         for sl in _batches(len(src), self.batch_size):
             prompts, places = zip(*[self.decoder_prompt(a.shape[0], q) for a, q in zip(acts[sl], qs[sl])])
