@@ -17,8 +17,9 @@ Deviations (also in docs/mepoi.md): the POI table is initialised N(0, 0.1^2) ins
 (`embedding_init_std`; with N(0, 1), AdamW at lr 1e-3 moves each coordinate by at most ~0.2 in 8 epochs and the
 table stays at its random init: the `poi` probe then scores at the random-table level); days since the start are
 scaled by the simulated span (28 days) instead of 365 (`absolute_time_days`; /365 makes the feature nearly
-constant over 4 weeks); the subtype-neighbourhood affinities are sharpened (exponent 3) so that the world passes
-review note 6's propagation ceiling; probe inputs are standardised.
+constant over 4 weeks); the subtype-neighbourhood affinities are sharpened (exponent 3) and every neighbourhood has
+its own daily rhythm (`synth.neighbourhood_rhythm`, issue 32) so that the world passes review note 6's propagation
+ceiling; probe inputs are standardised; 5 prompt neighbours and one ME-POI training per lambda at small (budget).
 """
 
 from __future__ import annotations
