@@ -37,6 +37,7 @@ def test_run_paper_in_process(tmp_path):
         validate_paper_config({**cfg, "patch": 18})
 
 
+@pytest.mark.slow  # torchrun start-up of 2 gloo ranks: ~11 s, like the other papers' 2-rank tests
 def test_ddp_two_gloo_ranks_end_identical(tmp_path):
     _cubes(tmp_path / "train", 2, 0)
     proc = D.launch_local(Path(__file__).with_name("ddp_scale.py"), [tmp_path / "train", tmp_path], nproc=2,
