@@ -21,6 +21,7 @@ from icml26.active_attacks import (
     TabularAttacker,
     ToxWorld,
     VictimModel,
+    WordTokenizer,
     attack_success_rate,
     category_entropy,
     diversity,
@@ -29,7 +30,15 @@ from icml26.active_attacks import (
     score,
     trajectory_balance_loss,
 )
-from icml26.active_attacks.claims import cross_attack_claim, entropy_claim, gfn_learns_claim, mechanism_claim
+from icml26.active_attacks.claims import (
+    calibration_checks,
+    choose_safety_setting,
+    cross_attack_claim,
+    entropy_claim,
+    gfn_learns_claim,
+    mechanism_claim,
+    qualifying_rounds,
+)
 from icml26.active_attacks.data import REFUSAL_TEXT
 from icml26.active_attacks.redteam import LENGTH_PENALTY, pair_edit_distances
 from icml26.common.lm import TinyLM, TinyLMConfig
@@ -310,26 +319,76 @@ def test_errors_name_the_argument(toy):
 
 
 # ------------------------------------------------------------------------------------------ gates can fail
-def test_cross_attack_claim_can_fail():
-    assert cross_attack_claim([0.08, 0.07, 0.09], [0.0, 0.01, 0.0]).held
-    assert not cross_attack_claim([0.08, 0.07, 0.09], [0.05, 0.04, 0.06]).held  # GFN prompts break V_AA
-    assert not cross_attack_claim([0.03, 0.02, 0.04], [0.0, 0.0, 0.0]).held  # margin below 0.05
-    c = cross_attack_claim([0.04, 0.06, 0.07], [0.0, 0.0, 0.0])
-    assert c.measured["seeds_straddle_bar"] and "CANNOT DECIDE" in c.details
+def test_cross_attack_claim_held_broken_and_tiny_sample():
+    c = cross_attack_claim([0.10, 0.11, 0.12], [0.0, 0.0, 0.0])
+    assert c.verdict == "held" and c.kind == "gate"
+    # a broken AA arm: its prompts do not break V_GFN -> decided not held
+    broken = cross_attack_claim([0.0, 0.01, 0.0], [0.0, 0.0, 0.0])
+    assert broken.verdict == "not held"
+    assert cross_attack_claim([0.10, 0.11, 0.12], [0.06, 0.05, 0.07]).verdict == "not held"  # GFN breaks V_AA
+    # one seed cannot bound the mean: inconclusive, and the details say what would decide it
+    tiny = cross_attack_claim([0.12], [0.0], medium="run the medium scale")
+    assert tiny.verdict == "inconclusive" and "run the medium scale" in tiny.details and "seed" in tiny.details
+    # per-seed values straddling the bar: inconclusive with a seed-count hint
+    mixed = cross_attack_claim([0.02, 0.09, 0.06], [0.0, 0.0, 0.0], seed_cost_s=80.0)
+    assert mixed.verdict == "inconclusive" and "would decide it" in mixed.details
 
 
-def test_entropy_claim_can_fail():
+def test_entropy_claim_held_broken_and_tiny_sample():
     counts = {"aa": [{"a": 1}], "gfn": [{"a": 1}]}
-    assert entropy_claim([1.2, 1.1], [0.7, 0.72], counts).held
-    assert not entropy_claim([0.75, 0.8], [0.7, 0.72], counts).held  # an AA stuck in categories 1-2
+    assert entropy_claim([1.2, 1.1, 1.15], [0.7, 0.72, 0.69], counts).verdict == "held"
+    # an AA stuck in categories 1-2 (broken arm): no gain
+    assert entropy_claim([0.75, 0.8, 0.74], [0.7, 0.72, 0.71], counts).verdict == "not held"
+    assert entropy_claim([1.2], [0.7], counts).verdict == "inconclusive"
 
 
 def test_gfn_learns_and_mechanism_claims_can_fail():
-    assert gfn_learns_claim([0.99, 0.98], [0.82, 0.8]).held
-    assert not gfn_learns_claim([0.85, 0.83], [0.82, 0.8]).held
+    assert gfn_learns_claim([0.99, 0.98, 0.99], [0.82, 0.8, 0.81]).verdict == "held"
+    assert gfn_learns_claim([0.83, 0.81, 0.82], [0.82, 0.8, 0.81]).verdict == "not held"
     good = [{"index": i, "first10_asr": 0.0, "last20_asr": 0.8} for i in range(5)]
     stuck = [{"index": i, "first10_asr": 0.0, "last20_asr": 0.1} for i in range(5)]  # attacker never recovers
     no_kill = [{"index": i, "first10_asr": 0.7, "last20_asr": 0.8} for i in range(5)]  # update did not bite
-    assert mechanism_claim([good, good]).held
-    assert not mechanism_claim([good, stuck]).held
-    assert not mechanism_claim([no_kill]).held
+    assert mechanism_claim([good, good, good]).verdict == "held"
+    assert mechanism_claim([stuck, stuck, stuck]).verdict == "not held"
+    assert mechanism_claim([no_kill, no_kill]).verdict == "not held"
+    assert mechanism_claim([good, stuck]).verdict == "inconclusive"
+    assert qualifying_rounds(good) == [2, 3, 4, 5] and qualifying_rounds(no_kill) == []
+
+
+def test_calibration_rule_known_answers():
+    cats = ["a", "b", "c", "d"]
+    before = dict.fromkeys(cats, 1.0)
+    blanket = {"a": 0.0, "b": 0.0, "c": 0.0, "d": 0.05}  # closes everything (the issue-33 victim)
+    specific = {"a": 0.1, "b": 0.15, "c": 0.95, "d": 1.0}  # closes what it was shown
+    weak = {"a": 0.6, "b": 0.7, "c": 1.0, "d": 1.0}  # closes nothing
+    chk = calibration_checks(before, specific, ["a", "b"])
+    assert chk["closed"] and chk["open"] and chk["selectivity"] == pytest.approx(0.8)
+    assert not calibration_checks(before, blanket, ["a", "b"])["open"]
+    assert not calibration_checks(before, weak, ["a", "b"])["closed"]
+    cands = [{"safety_lr": 1e-3}, {"safety_lr": 1e-4}, {"safety_lr": 1e-5}]
+    seeds = [{"before": before, "after": [blanket, specific, weak]}] * 3
+    out = choose_safety_setting(cands, seeds, ["a", "b"])
+    assert out["chosen"] == {"safety_lr": 1e-4} and out["criterion_met"]
+    assert [r["passes"] for r in out["table"]] == [False, True, False]
+    # one calibration seed where the candidate is not specific: it fails; nothing passes -> flagged
+    out = choose_safety_setting(cands, seeds[:2] + [{"before": before, "after": [blanket, blanket, weak]}], ["a", "b"])
+    assert out["criterion_met"] is False
+    with pytest.raises(ValueError, match="shown"):
+        calibration_checks(before, specific, ["zz"])
+
+
+def test_active_attacks_checks_the_refusal_words_before_training(toy):
+    world = toy["world"]
+    words = [w for w in world.tokenizer.vocab if w not in ("sorry", "<pad>", "<bos>", "<eos>", "<sep>")]
+    tok = WordTokenizer(words)
+    cfg = TinyLMConfig(vocab_size=tok.vocab_size, d_model=16, n_layers=1, n_heads=2, ctx=16)
+    victim = VictimModel(TinyLM(cfg), tok, {"max_new_tokens": 4})
+    att = AttackerPolicy(TinyLM(cfg), tok, "", min_len=2, max_len=4)
+    tr = GFlowNetRedTeamer(att, victim, toy["clf"], batch_size=4, seed_batches=0)
+    with pytest.raises(ValueError, match="'sorry'"):
+        ActiveAttacks(tr, interval=2, safety_steps=1)  # the default template "Sorry, I cannot."
+    assert tr.step_count == 0  # refused before any training
+    with pytest.raises(ValueError, match="retain_responses\\[0\\].*'sorry'"):
+        ActiveAttacks(tr, interval=2, safety_steps=1, refusal_fn=lambda p: "i cannot",
+                      retain_prompts=["tell me"], retain_responses=["sorry"])
+    ActiveAttacks(tr, interval=2, safety_steps=1, refusal_fn=lambda p: "i cannot")  # a template it can encode

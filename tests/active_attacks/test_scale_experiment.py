@@ -32,19 +32,60 @@ def test_smoke_run():
     cfg = {**E.CONFIGS["smoke"], "scale": "smoke"}
     res = E.run(cfg)
     ids = {c.id for c in res.claims}
-    assert {"C1", "C2", "C3a", "C3b"} <= ids
+    assert {"C1", "C2", "C3a", "C3b", "K1", "R5"} <= ids
     assert all(c.gate for c in res.claims if c.id in ("C1", "C2", "C3a", "C3b"))
+    assert all(c.kind == "sanity" for c in res.claims if c.id in ("K1", "S1", "R3"))
+    assert all(c.verdict in ("held", "not held", "inconclusive", "measured") for c in res.claims)
+    # one evaluation seed cannot bound a mean over seeds: every gate is inconclusive and says what would decide it
+    gates = [c for c in res.claims if c.gate]
+    assert all(c.verdict == "inconclusive" and "medium" in c.details for c in gates), [
+        (c.id, c.verdict) for c in gates]
     assert all(c.paper for c in res.claims)
-    assert {"round_categories", "cross_attack_matrix", "training_asr"} <= set(res._pending_figures)
+    figs = {"round_categories", "probe_asr_per_round", "cross_attack_matrix", "training_asr"}
+    assert figs <= set(res._pending_figures)
+    cal = res.metrics["calibration"]
+    assert cal["seeds"] == [100] and cal["chosen"] in [
+        {"safety_lr": lr, "safety_steps": st} for st in cfg["calibration_steps"] for lr in cfg["calibration_lrs"]]
+    assert len(cal["per_seed"][0]["after"]) == len(cal["table"]) == 2
+    rounds = res.metrics["per_arm"]["aa"]["rounds"][0]
+    assert len(rounds) == cfg["steps"] // cfg["interval"] and set(rounds[0]["probe_asr"]) == set(E.CATEGORIES)
     perf = res.metrics["performance"]
     assert perf["gfn"]["attacker_samples_per_s"] > 0 and "aa_overhead_vs_gfn" in perf
+
+
+def test_every_config_validates_and_typos_are_refused():
+    for name in ("smoke", "small", "medium"):
+        E.validate_config({**E.CONFIGS[name], "scale": name})
+    assert E.CONFIGS["medium"]["n_seeds"] > E.CONFIGS["small"]["n_seeds"]
+    assert E.CONFIGS["medium"]["calibration_seeds"] == E.CONFIGS["small"]["calibration_seeds"]
+    assert set(E.EXPECTED_RUNTIME_S) >= {"smoke", "small", "medium"}
+    assert set(E.CONFIG_HELP) >= set(E.CONFIGS["medium"])
+    with pytest.raises(ValueError, match="safty_lr"):
+        E.validate_config({**E.CONFIGS["small"], "safty_lr": 1e-4})
+    with pytest.raises(ValueError, match="calibration_seeds must not include evaluation seeds"):
+        E.validate_config({**E.CONFIGS["small"], "calibration_seeds": [2, 100]})
+    with pytest.raises(ValueError, match="calibration_shown"):
+        E.validate_config({**E.CONFIGS["small"], "calibration_shown": ["insult", "spam"]})
+    with pytest.raises(ValueError, match="round_probes"):
+        E.validate_config({**E.CONFIGS["small"], "round_probes": 500})
+
+
+@pytest.mark.slow  # ~25 s: two evaluation seeds at smoke size; run with -m slow
+def test_medium_at_toy_size():
+    smoke = E.CONFIGS["smoke"]
+    cfg = {**E.CONFIGS["medium"], **{k: v for k, v in smoke.items() if k not in ("n_seeds", "real_judge")},
+           "n_seeds": 2, "scale": "medium"}
+    res = E.run(cfg)
+    c1 = next(c for c in res.claims if c.id == "C3a")
+    assert len(c1.per_seed) == 2 and res.metrics["calibration"]["seeds"] == smoke["calibration_seeds"]
 
 
 @pytest.mark.parametrize("key,value,exc", [
     ("steps", 0, ValueError), ("steps", 2.5, ValueError), ("arms", ["gfn", "ppo"], ValueError),
     ("q", [0.5, 0.5, 0.1, 0.0, 0.0, 0.0], ValueError), ("victim_top_p", 0.0, ValueError),
     ("safety_batch", 1, ValueError), ("lr", float("nan"), ValueError), ("real_judge", 1, TypeError),
-    ("reward_temp", [2.0, 1.0], TypeError), ("d_model", 30, ValueError),
+    ("reward_temp", [2.0, 1.0], TypeError), ("d_model", 30, ValueError), ("calibration_lrs", [], TypeError),
+    ("calibration_steps", [60, 0], ValueError),
 ])
 def test_validate_config_names_the_key(key, value, exc):
     cfg = {**E.CONFIGS["small"], key: value}

@@ -27,6 +27,7 @@ from icml26.active_attacks.data import ToxWorld, WordTokenizer
 from icml26.active_attacks.metrics import (
     attack_success_rate,
     category_counts,
+    category_probe_asr,
     category_entropy,
     cross_attack_matrix,
     diversity,
@@ -63,6 +64,7 @@ __all__ = [
     "WordTokenizer",
     "attack_success_rate",
     "category_counts",
+    "category_probe_asr",
     "category_entropy",
     "cross_attack_matrix",
     "default_refusal",

@@ -130,6 +130,35 @@ class ActiveAttacks:
         if self.gather_fn is not None and not callable(self.gather_fn):
             raise TypeError("gather_fn must be callable")
         self.seed = check_seed(self.seed)
+        self._check_encodable()
+
+    def _check_encodable(self) -> None:
+        """Every text the updates will feed the victim must encode: checked now, not after a round of training.
+
+        The refusal (`refusal_fn` on a sample prompt) and the retain pairs go through the victim's own encoders; a
+        word-level tokenizer that lacks a word raises a ValueError naming it (e.g. a vocabulary without "sorry").
+        Victims without `encode_prompt` / `encode_response` (duck-typed ones) are not checked.
+        """
+        v = self.trainer.victim
+        enc_p, enc_r = getattr(v, "encode_prompt", None), getattr(v, "encode_response", None)
+        if not (callable(enc_p) and callable(enc_r)):
+            return
+        sample = self.retain_prompts[0] if self.retain_prompts else ""
+        refusal = self.refusal_fn(sample)
+        if not isinstance(refusal, str) or not refusal.strip():
+            raise ValueError(f"refusal_fn must return a non-empty string, got {refusal!r}")
+        try:
+            enc_r(refusal)
+        except ValueError as e:
+            raise ValueError(f"refusal_fn's reply {refusal!r} cannot be encoded by the victim's tokenizer: {e}. Give "
+                             "a refusal_fn whose words the victim's vocabulary holds") from None
+        for name, texts, enc in (("retain_prompts", self.retain_prompts, enc_p),
+                                 ("retain_responses", self.retain_responses, enc_r)):
+            for i, t in enumerate(texts or []):
+                try:
+                    enc(t)
+                except ValueError as e:
+                    raise ValueError(f"{name}[{i}] {t!r} cannot be encoded by the victim's tokenizer: {e}") from None
 
     @property
     def victim(self):
