@@ -57,7 +57,8 @@ def test_smoke_run(tmp_path, monkeypatch):
     res = run(CONFIGS["smoke"] | {"scale": "smoke", "v1_seeds": 2, "device": "auto"})
     assert res.slug == "visioned" and res.scale == "smoke"
     assert res.claims[0].measured["n_seeds"] == 2 and len(res.claims[0].per_seed) == 2
-    assert [c.id for c in res.claims][:3] == ["V1", "V2", "V3"]
+    assert [c.id for c in res.claims][:5] == ["V1", "V2", "V2-control", "V3", "R1"]
+    assert [c.kind for c in res.claims][:5] == ["gate", "gate", "report", "gate", "report"]
     for c in res.claims:
         assert c.verdict in ("held", "not held", "inconclusive") and c.measured is not None
     assert res.claims[1].verdict == "inconclusive"  # V2 on one split seed
