@@ -146,7 +146,8 @@ CONFIG_HELP: dict[str, str] = {
 }
 CONFIG_HELP.update({k: v for k, v in PAPER_CONFIG_HELP.items() if k not in CONFIG_HELP})
 
-EXPECTED_RUNTIME_S = {"smoke": 15, "small": 240, "medium": 1560, "paper": 2 * 24 * 3600}  # paper: 0.2B x 2 arms on 8 GPUs, roughly
+# medium: 25 seeds x ~62 s on 2 cores; paper: 0.2B x 2 arms on 8 GPUs, roughly
+EXPECTED_RUNTIME_S = {"smoke": 15, "small": 240, "medium": 1560, "paper": 2 * 24 * 3600}
 
 
 def validate_config(config: dict[str, Any]) -> None:
