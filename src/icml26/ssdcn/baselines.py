@@ -11,9 +11,10 @@ level), and has `count_params()` and `flops(lr_shape)`.
   local branch, gated DW-conv FFN), so that it differs from SSDCN's blocks only in the global mixer; same
   upsampler as SmallCNN. Its residual branches start at zero like SSDCB's (issue 31, see `icml26.ssdcn.ssdcn`).
   SmallCNN keeps PyTorch's default init in its residual blocks: zero-initialising their last conv made it learn
-  slower (+0.85 vs +1.00 dB over bicubic after 150 steps), and a baseline keeps its stronger form. The output conv of both learned baselines is zero-initialised, as SSDCN's heads, so every
-  learned model starts exactly at bicubic. Attention is written as explicit matmuls (q k^T, softmax, v) so FlopCounterMode counts
-  it (it counts 0 for `F.scaled_dot_product_attention` on CPU).
+  slower (+0.85 vs +1.00 dB over bicubic after 150 steps), and a baseline keeps its stronger form. The output
+  conv of both learned baselines is zero-initialised, as SSDCN's heads, so every learned model starts exactly at
+  bicubic. Attention is written as explicit matmuls (q k^T, softmax, v) so FlopCounterMode counts it (it counts
+  0 for `F.scaled_dot_product_attention` on CPU).
 """
 
 from __future__ import annotations
