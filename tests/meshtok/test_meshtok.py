@@ -123,6 +123,35 @@ def test_indicator_step_and_constant_frame():
     assert torch.equal(zero, torch.zeros_like(zero))
 
 
+def test_periodic_indicator_refines_a_shock_across_the_boundary_on_both_sides():
+    # Burgers-like sawtooth: u rises across the domain and drops at the seam x = 1 | 0, a shock crossing the periodic
+    # boundary; the offset 1 makes a zero pad see a spurious jump along every border
+    W, P = 32, 8
+    ramp = (1 + (torch.arange(W) + 0.5) / W).expand(W, W).clone()[None, None]
+    s = patch_scores(ramp, P, periodic=True).view(4, 4)
+    assert set(select_patches(s.view(1, 16), 8)[0].tolist()) == {0, 3, 4, 7, 8, 11, 12, 15}  # columns 0 and 3
+    torch.testing.assert_close(s[:, 0], s[:, 3])  # both sides of the shock score the same
+    # periodic padding is translation-equivariant: move the shock one patch into the domain, the refinement follows
+    moved = torch.roll(ramp, P, -1)
+    sm = patch_scores(moved, P, periodic=True).view(4, 4)
+    torch.testing.assert_close(sm, torch.roll(s, 1, -1))
+    assert set(select_patches(sm.view(1, 16), 8)[0].tolist()) == {0, 1, 4, 5, 8, 9, 12, 13}
+    # zero padding (the official stencil) on the same periodic field: every refined patch is a border patch and the
+    # shock's right side in the interior rows (patches 5, 9) is not refined
+    z = set(select_patches(patch_scores(moved, P, periodic=False), 8)[0].tolist())
+    assert not {5, 9} & z and z <= {0, 1, 2, 3, 4, 7, 8, 11, 12, 13, 14, 15}
+
+
+def test_border_share_diagnostic():
+    from icml26.meshtok.claims import border_share
+
+    ramp = (1 + (torch.arange(32) + 0.5) / 32).expand(32, 32).clone()[None, None]
+    moved = torch.roll(ramp, 8, -1)
+    b = border_share(moved, 8, 8, "periodic")
+    assert b["border_fraction"] == pytest.approx(12 / 16) and b["used"] == b["periodic"]
+    assert b["zero"] == 1.0 and b["periodic"] == pytest.approx(6 / 8)  # columns 0, 1: 4 + 2 border patches
+
+
 def test_normalisation_options_differ_only_by_offset_handling():
     x = torch.randn(3, 1, 16, 16)
     a = patch_scores(x, 4, weights=(1, 0, 0))

@@ -76,6 +76,16 @@ def test_patch_scores(x, patch):
 
 
 @SETTINGS
+@given(seed=st.integers(0, 10_000), shift=st.tuples(st.integers(0, 3), st.integers(0, 3)))
+def test_periodic_scores_follow_a_shift_of_the_field(seed, shift):
+    # on a periodic domain there is no border: moving the field by whole patches moves the scores with it
+    x = torch.from_numpy(np.random.default_rng(seed).standard_normal((1, 2, 16, 16)))
+    s = patch_scores(x, 4, periodic=True).view(1, 4, 4)
+    moved = patch_scores(torch.roll(x, (4 * shift[0], 4 * shift[1]), (-2, -1)), 4, periodic=True).view(1, 4, 4)
+    torch.testing.assert_close(moved, torch.roll(s, shift, (-2, -1)))
+
+
+@SETTINGS
 @given(s=arrays(max_dims=3), k=st.one_of(st.integers(-2, 20), st.floats(), st.none()),
        mode=st.sampled_from(["physical", "random", "learned", 3]))
 def test_select_patches(s, k, mode):

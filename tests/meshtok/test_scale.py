@@ -46,7 +46,7 @@ def test_run_paper_single_process_toy():
            "arms": ["meshtok", "random", "coarse", "fine"], "scale": "paper"}
     res = run_paper(cfg)
     ids = {c.id: c for c in res.claims}
-    assert {"M1", "M2", "M3", "M4"} <= set(ids) and not ids["M4"].gate
+    assert {"M1", "M2", "M3", "M4"} <= set(ids) and ids["M4"].kind == "gate" and ids["M3"].kind == "sanity"
     assert "simulated" in res.notes and res.metrics["world_size"] == 1
     toks = {r["arm"]: r["tokens_per_frame"] for r in res.metrics["runs"]}
     assert toks == {"meshtok": 28, "random": 28, "coarse": 16, "fine": 64}

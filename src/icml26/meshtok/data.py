@@ -26,7 +26,11 @@ import numpy as np
 from icml26.common.validation import check_array, check_float, check_int, check_seed
 
 __all__ = ["burgers2d", "allen_cahn2d", "gray_scott2d", "read_hdf5", "write_hdf5", "trajectory_windows",
-           "burgers_ic", "cached"]
+           "burgers_ic", "cached", "BOUNDARY"]
+
+# the boundary condition of each simulator's domain: the refinement indicator pads its stencils to match (a zero
+# pad on periodic data sees a jump at the border that is not in the field)
+BOUNDARY = {"burgers2d": "periodic", "allen_cahn2d": "periodic", "gray_scott2d": "periodic"}
 
 
 def _lap(u: np.ndarray, dx: float) -> np.ndarray:

@@ -5,13 +5,16 @@ Data: 2-D viscous Burgers on the periodic unit square (64 x 64, nu = 2e-3, burn-
 generator config) under `icml26.common.paths.cache_dir("meshtok")`.
 Arms (identical model and training except the tokenizer; the same seed gives the same initial weights and window
 sequence in every arm): MeshTok (physical indicator, K = 16, 112 tokens/frame), Random-refine (K = 16, 112),
-Uniform-coarse (K = 0, 64); Uniform-fine (K = 64, 256) optional. Each (arm, seed) is one single-thread job
-(`run_parallel`, 2 processes).
+Uniform-coarse (K = 0, 64); Uniform-fine (K = 64, 256) in `medium`. Each (arm, seed) is one single-thread job
+(`run_parallel`, 2 processes; on CUDA the jobs run one after another in this process).
+Indicator padding (`boundary`): "auto" takes the data's boundary condition (`data.BOUNDARY`: Burgers is periodic),
+so the stencils wrap around instead of seeing a jump against a zero pad at the border.
 Model: D 64, 3 layers, 4 heads, FFN 128 (GELU), RMSNorm + QK-norm, geometry FiLM, time embedding, decoder width 16
 (review note 1b), residual head; context 4 frames (window of 5), AdamW 1e-3 (wd 1e-4), one-cycle with 10 % warmup,
 clip 1.0, batch 8. Steps: one count for all arms, chosen from a timed arm so that data + jobs fit the 5-minute
-budget (review note 1c; the value and the seconds per arm are in the result).
-Claims: M1-M3 gate, M4 and D1-D3 report (see claims.py).
+budget (review note 1c): 3 seeds x 228 steps in small. `medium` is the same experiment on 5 seeds with the
+Uniform-fine arm (M4), for the gates that 3 seeds cannot decide.
+Claims (see claims.py): M1, M2 (and M4 when Uniform-fine is run) gate, M3 sanity, D1-D4 report.
 """
 
 from __future__ import annotations
@@ -32,22 +35,29 @@ _MODEL = {"dim": 64, "depth": 3, "heads": 4, "ffn": 128, "mlp": "gelu", "dec_wid
           "residual": True, "attn_impl": "sdpa"}
 _TRAIN = {"lr": 1e-3, "weight_decay": 1e-4, "warmup_frac": 0.1, "grad_clip": 1.0, "input_noise": 0.0,
           "batch_size": 8, "context": 4, "eval_stride": 3, "eval_batch": 32}
+_DATA = {"n_train": 192, "n_test": 64, "grid": 64, "patch": 8, "refine_ratio": 0.25, "n_frames": 12, "nu": 2e-3,
+         "data_seed": 0, "cache": True, "boundary": "auto", "device": "cpu"}
 
 CONFIGS: dict[str, dict[str, Any]] = {
     "smoke": {
         "seed": 0, "n_seeds": 1, "workers": 1, "arms": ["meshtok", "random", "coarse", "fine"],
         "n_train": 6, "n_test": 4, "grid": 32, "patch": 8, "refine_ratio": 0.25, "n_frames": 6, "nu": 2e-3,
-        "data_seed": 0, "cache": True,
+        "data_seed": 0, "cache": True, "boundary": "auto", "device": "cpu",
         **_MODEL, "dim": 16, "depth": 1, "heads": 2, "ffn": 32, "dec_width": 4,
         **_TRAIN, "steps": 3, "batch_size": 2, "rollout_steps": 2, "rollout_n": 2,
     },
+    # 3 seeds x 228 steps: the step count that fits 3 seeds into the budget at 0.22 s per MeshTok step (review note
+    # 1c; M1/M2 at 2 seeds had t = 12.7 intervals)
     "small": {
-        "seed": 0, "n_seeds": 2, "workers": 0, "arms": ["meshtok", "random", "coarse"],
-        "n_train": 192, "n_test": 64, "grid": 64, "patch": 8, "refine_ratio": 0.25, "n_frames": 12, "nu": 2e-3,
-        "data_seed": 0, "cache": True,
-        **_MODEL, **_TRAIN, "steps": 350, "rollout_steps": 4, "rollout_n": 16,
+        "seed": 0, "n_seeds": 3, "workers": 0, "arms": ["meshtok", "random", "coarse"], **_DATA,
+        **_MODEL, **_TRAIN, "steps": 228, "rollout_steps": 4, "rollout_n": 16,
     },
 }
+# medium: the small experiment on 5 seeds (a 3-seed t interval uses t = 4.30, 5 seeds t = 2.78: at the spread seen
+# in the issue-38 audit, sd ~0.034 of the per-seed ratio, 5 seeds clear M1's band) plus Uniform-fine for M4
+MEDIUM_SEEDS = 5
+CONFIGS["medium"] = {**CONFIGS["small"], "n_seeds": MEDIUM_SEEDS, "arms": ["meshtok", "random", "coarse", "fine"],
+                     "device": "auto"}
 
 CONFIG_HELP: dict[str, str] = {
     "seed": "first training seed (seeds seed .. seed + n_seeds - 1)", "n_seeds": "training seeds per arm",
@@ -58,6 +68,8 @@ CONFIG_HELP: dict[str, str] = {
     "n_frames": "frames per trajectory (every 0.05 time units after burn-in to t = 0.25)",
     "nu": "Burgers viscosity", "data_seed": "seed of the simulated data (train uses it, test uses + 1)",
     "cache": "cache generated data as .npz under the icml26 cache dir",
+    "boundary": "indicator padding: auto (the data's boundary condition; Burgers: periodic) | periodic | zero",
+    "device": "cpu | cuda | auto (cuda when available; the jobs then run one after another on it)",
     "dim": "token width D", "depth": "transformer layers", "heads": "attention heads", "ffn": "FFN hidden width",
     "mlp": "gelu | swiglu", "dec_width": "decoder feature channels", "max_time_len": "time-embedding length",
     "residual": "predict u_{t+1} - u_t (True) or the frame (official: False)",
@@ -66,13 +78,15 @@ CONFIG_HELP: dict[str, str] = {
     "Gaussian input noise, in units of the window std (official 0.01; 0 in the CPU recipe)",
     "batch_size": "windows per step", "context": "input frames per window (targets: the next frame of each)",
     "eval_stride": "test windows start every eval_stride frames", "eval_batch": "windows per evaluation batch",
-    "steps": "optimizer steps per arm (one count for all arms)", "rollout_steps": "report: sliding-context rollout steps",
+    "steps": "optimizer steps per arm (one count for all arms)",
+    "rollout_steps": "report: sliding-context rollout steps",
     "rollout_n": "report: test trajectories rolled out",
-    "scale": "smoke | small | paper (set by the CLI)",
+    "scale": "smoke | small | medium | paper (set by the CLI)",
 }
 
-# small: an estimate (spec budget 5 min); steps/n_seeds are set from an arm timed under the shared lock
-EXPECTED_RUNTIME_S = {"smoke": 15, "small": 280, "paper": 6 * 3600}
+# small: 9 jobs of 228 steps (~0.22 s per MeshTok step single-threaded) on 2 processes, spec budget 5 min;
+# medium: 5 seeds x 4 arms (Uniform-fine ~3x a MeshTok step), ~280 s of jobs per seed on 2 processes
+EXPECTED_RUNTIME_S = {"smoke": 15, "small": 240, "medium": 900, "paper": 6 * 3600}
 
 
 def _paper_config() -> dict[str, Any]:
@@ -117,6 +131,13 @@ def validate_config(config: dict) -> None:
     check_float(c["nu"], "nu", min=0.0, min_open=True)
     check_seed(c["data_seed"], "data_seed")
     check_bool(c["cache"], "cache")
+    check_choice(c["boundary"], "boundary", ("auto", "periodic", "zero"))
+    check_choice(c["device"], "device", ("cpu", "cuda", "auto"))
+    if c["device"] == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ValueError("device is 'cuda' but CUDA is not available (use 'auto' or 'cpu')")
     dim = check_int(c["dim"], "dim", min=2)
     if dim % 2:
         raise ValueError(f"dim={dim} must be even (geometry FiLM)")
@@ -149,7 +170,7 @@ def validate_config(config: dict) -> None:
     if r and ctx + r > nf:
         raise ValueError(f"rollout_steps={r} needs n_frames >= context + rollout_steps = {ctx + r}, got {nf}")
     if "scale" in c:
-        check_choice(c["scale"], "scale", ("smoke", "small", "paper"))
+        check_choice(c["scale"], "scale", ("smoke", "small", "medium", "paper"))
 
 
 def _gen_chunk(n_traj: int, grid: int, n_frames: int, nu: float, seed: int, offset: int) -> np.ndarray:
@@ -194,18 +215,46 @@ def make_data(cfg: dict[str, Any], workers: int | None = None) -> tuple[Path | N
     return path, train, test
 
 
-def _job(arm: str, seed: int, cfg: dict[str, Any], data_path: str | None, data: Any = None) -> dict[str, Any]:
+def _job(arm: str, seed: int, cfg: dict[str, Any], data_path: str | None, data: Any = None,
+         device: str = "cpu") -> dict[str, Any]:
     import torch
 
     from icml26.meshtok.train import train_arm
 
-    torch.set_num_threads(1)
+    t0 = time.perf_counter()
+    if device == "cpu":
+        torch.set_num_threads(1)
     if data_path:
         with np.load(data_path) as z:
             train, test = z["train"], z["test"]
     else:
         train, test = data
-    return train_arm(cfg, arm, seed, train, test)
+    out = train_arm(cfg, arm, seed, train, test, device=device)
+    out["job_s"] = time.perf_counter() - t0  # training + evaluation
+    return out
+
+
+def resolve_boundary(config: dict[str, Any]) -> str:
+    """The indicator's padding: the data's boundary condition (`data.BOUNDARY`) for "auto"."""
+    from icml26.meshtok.data import BOUNDARY
+
+    b = config["boundary"]
+    return BOUNDARY["burgers2d"] if b == "auto" else b
+
+
+def resolve_device(config: dict[str, Any]) -> str:
+    import torch
+
+    d = config["device"]
+    return ("cuda" if torch.cuda.is_available() else "cpu") if d == "auto" else d
+
+
+def _medium_text(scale: str) -> str:
+    med = CONFIGS["medium"]
+    if scale == "medium":
+        return "more seeds than this medium run's (the hint gives the number); `--set n_seeds=N`."
+    return (f"`icml26 run meshtok --scale medium` (the same experiment on {med['n_seeds']} seeds with Uniform-fine for "
+            f"M4; about {EXPECTED_RUNTIME_S['medium'] / 60:.0f} min on 2 cores, on CUDA when available).")
 
 
 def run(config: dict) -> Result:
@@ -218,20 +267,23 @@ def run(config: dict) -> Result:
         return run_paper(config)
     import torch
 
-    from icml26.meshtok.claims import fig_error_vs_flops, fig_refinement_maps, make_claims, shock_fraction
+    from icml26.meshtok.claims import (border_share, fig_error_vs_flops, fig_refinement_maps, make_claims,
+                                       shock_fraction)
     from icml26.meshtok.indicators import patch_scores, select_patches
     from icml26.meshtok.meshtok import refined_count
 
     t0 = time.perf_counter()
     cfg = dict(config)
+    boundary, device = resolve_boundary(cfg), resolve_device(cfg)
+    cfg["periodic"] = boundary == "periodic"  # read by train.build_model (MODEL_KEYS)
     workers = cfg["workers"] or None
     path, train, test = make_data(cfg, workers)
     data_s = time.perf_counter() - t0
     seeds = [cfg["seed"] + i for i in range(cfg["n_seeds"])]
     arms = list(cfg["arms"])
     jobs = [{"arm": a, "seed": s, "cfg": cfg, "data_path": str(path) if path else None,
-             "data": None if path else (train, test)} for s in seeds for a in arms]
-    if (workers or 2) > 1:
+             "data": None if path else (train, test), "device": device} for s in seeds for a in arms]
+    if device == "cpu" and (workers or 2) > 1:
         runs = run_parallel(_job, jobs, workers=workers, desc="meshtok arms x seeds")
     else:
         runs = [_job(**j) for j in jobs]
@@ -239,8 +291,14 @@ def run(config: dict) -> Result:
 
     ctx = cfg["context"]
     inputs = test[:, :-1] if test.shape[1] > ctx else test
-    diag = {"shock_patch_fraction": shock_fraction(inputs, cfg["patch"])}
-    claims = make_claims(runs, seeds, arms, diag)
+    k = refined_count(cfg["grid"], cfg["patch"], cfg["refine_ratio"])
+    frames = torch.from_numpy(inputs.reshape(-1, *inputs.shape[2:])).permute(0, 3, 1, 2)
+    diag = {"shock_patch_fraction": shock_fraction(inputs, cfg["patch"]),
+            "border": border_share(frames, cfg["patch"], k, boundary) if k else None}
+    # one more seed of every arm: its jobs' seconds spread over the parallel processes
+    n_par = 1 if device != "cpu" else min(len(jobs), workers or 2)
+    cost_per_seed = float(sum(r["job_s"] for r in runs)) / len(seeds) / n_par
+    claims = make_claims(runs, seeds, arms, diag, cost_per_seed_s=cost_per_seed, medium=_medium_text(scale))
     table = {a: {"rel_l2_mean": float(np.mean([r["rel_l2"] for r in runs if r["arm"] == a])),
                  "rel_l2_std": float(np.std([r["rel_l2"] for r in runs if r["arm"] == a], ddof=1))
                  if len(seeds) > 1 else 0.0,
@@ -260,19 +318,20 @@ def run(config: dict) -> Result:
         "per_window_rel_l2": {f"{r['arm']}/{r['seed']}": r["rel_l2_windows"] for r in runs},
         "data": {**diag, "train_shape": list(train.shape), "test_shape": list(test.shape), "data_s": data_s,
                  "cache": str(path) if path else None},
-        "steps": cfg["steps"], "train_wall_s": train_s,
+        "steps": cfg["steps"], "train_wall_s": train_s, "boundary": boundary, "device": device,
+        "seeds": seeds, "cost_per_seed_s": cost_per_seed,
     }
     result = Result(slug=SLUG, scale=scale, config=config, metrics=metrics, claims=claims)
     result.add_figure("error_vs_flops", fig_error_vs_flops(runs, seeds, arms, metrics["persistence_rel_l2"]),
                       "test one-step rel-L2 vs GFLOPs per forward window (B = 1, context frames) for every "
                       "tokenization; bars: std over seeds, dots: seeds; dotted: persistence")
     # refined-patch maps on three test frames: physical vs random selection (selection needs no training)
-    k = refined_count(cfg["grid"], cfg["patch"], cfg["refine_ratio"])
     fr = torch.from_numpy(test[: min(3, test.shape[0]), ctx - 1, :, :, :1]).permute(0, 3, 1, 2)
     z = (fr - fr.mean((1, 2, 3), keepdim=True)) / fr.std((1, 2, 3), keepdim=True).clamp_min(1e-6)
     n2 = (cfg["grid"] // cfg["patch"]) ** 2
     maps = {}
-    for name, idx in (("MeshTok (physical)", select_patches(patch_scores(z, cfg["patch"]), k)),
+    for name, idx in ((f"MeshTok (physical, {boundary} padding)",
+                       select_patches(patch_scores(z, cfg["patch"], periodic=cfg["periodic"]), k)),
                       ("Random-refine", select_patches(torch.zeros(z.shape[0], n2), k, "random",
                                                        torch.Generator().manual_seed(0)))):
         maps[name] = torch.zeros(z.shape[0], n2, dtype=torch.bool).scatter_(1, idx, True).numpy()
@@ -280,7 +339,9 @@ def run(config: dict) -> Result:
                       f"refined patches (outlined, K = {k} of {n2}) over the Burgers solution u of test frames: the "
                       "physical indicator follows the shocks; random refinement does not")
     mt = table["meshtok"]
+    where = "single thread, 2 parallel jobs" if device == "cpu" else device
     result.notes = (f"data {data_s:.0f} s ({train.shape[0]} + {test.shape[0]} trajectories), training+eval "
-                    f"{train_s:.0f} s for {len(jobs)} jobs of {cfg['steps']} steps; MeshTok {mt['s_per_step'] * 1e3:.0f}"
-                    f" ms/step, {mt['train_s_per_arm']:.0f} s per arm (single thread, 2 parallel jobs).")
+                    f"{train_s:.0f} s for {len(jobs)} jobs of {cfg['steps']} steps; MeshTok "
+                    f"{mt['s_per_step'] * 1e3:.0f} ms/step, {mt['train_s_per_arm']:.0f} s per arm ({where}); "
+                    f"indicator padding {boundary}; one more seed of every arm ~{cost_per_seed:.0f} s.")
     return result

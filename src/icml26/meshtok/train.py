@@ -32,7 +32,7 @@ from icml26.meshtok.metrics import masked_rel_l2, rel_l2
 
 __all__ = ["build_model", "train_arm", "evaluate_arm", "MODEL_KEYS"]
 
-MODEL_KEYS = ("dim", "depth", "heads", "ffn", "mlp", "dec_width", "max_time_len", "residual", "attn_impl")
+MODEL_KEYS = ("dim", "depth", "heads", "ffn", "mlp", "dec_width", "max_time_len", "residual", "attn_impl", "periodic")
 
 
 def build_model(cfg: dict[str, Any], arm: str, in_channels: int) -> MeshTok:
@@ -120,6 +120,8 @@ def train_arm(cfg: dict[str, Any], arm: str, seed: int, train: np.ndarray, test:
 def evaluate_arm(model: MeshTok, cfg: dict[str, Any], test: np.ndarray, seed: int) -> dict[str, Any]:
     """Test metrics of a trained arm (see the module docstring); per-window values are kept for paired tests."""
     model.eval()
+    dev = next(model.parameters()).device
+    periodic = model.tokenizer.periodic
     ctx, stride = cfg["context"], cfg["eval_stride"]
     T_all = test.shape[1]
     starts = list(range(0, T_all - ctx, stride))
@@ -130,7 +132,7 @@ def evaluate_arm(model: MeshTok, cfg: dict[str, Any], test: np.ndarray, seed: in
     eb = cfg.get("eval_batch", 32)
     for s in starts:
         for lo in range(0, test.shape[0], eb):
-            w = torch.from_numpy(test[lo:lo + eb, s:s + ctx + 1])
+            w = torch.from_numpy(test[lo:lo + eb, s:s + ctx + 1]).to(dev)
             inp, tgt = w[:, :ctx], w[:, ctx]
             pred = model(inp, gen)[:, -1]
             e_all.append(rel_l2(pred, tgt))
@@ -138,13 +140,13 @@ def evaluate_arm(model: MeshTok, cfg: dict[str, Any], test: np.ndarray, seed: in
             # region: the physical top-K patches of the (normalised) last input frame, the same for every arm
             mu, sd = MeshTok._stats(inp)
             z = ((inp[:, -1:] - mu) / sd)[:, 0].permute(0, 3, 1, 2)
-            ref = select_patches(patch_scores(z, P), k_ref)
-            mask = torch.zeros(z.shape[0], n * n, dtype=torch.bool).scatter_(1, ref, True)
+            ref = select_patches(patch_scores(z, P, periodic=periodic), k_ref)
+            mask = torch.zeros(z.shape[0], n * n, dtype=torch.bool, device=dev).scatter_(1, ref, True)
             pix = mask.view(-1, n, n).repeat_interleave(P, 1).repeat_interleave(P, 2)
             e_in.append(masked_rel_l2(pred, tgt, pix))
             e_out.append(masked_rel_l2(pred, tgt, ~pix))
             # share of gradient energy in this arm's own refined patches (its selection rule on the same frame)
-            gsq = _grad_energy(z, P)
+            gsq = _grad_energy(z, P, periodic)
             if model.tokenizer.k:
                 own = model.tokenizer.select(z, gen)
                 share.append(gsq.gather(1, own).sum(1) / gsq.sum(1).clamp_min(1e-12))
@@ -159,7 +161,7 @@ def evaluate_arm(model: MeshTok, cfg: dict[str, Any], test: np.ndarray, seed: in
         preds, trues = [], []
         for lo in range(0, min(test.shape[0], int(cfg.get("rollout_n", test.shape[0]))), eb):
             hi = min(lo + eb, int(cfg.get("rollout_n", test.shape[0])))
-            w = torch.from_numpy(test[lo:hi, : ctx + r])
+            w = torch.from_numpy(test[lo:hi, : ctx + r]).to(dev)
             preds.append(model.rollout(w[:, :ctx], r, window=ctx, generator=gen))
             trues.append(w[:, ctx:])
         e = rel_l2(torch.cat(preds), torch.cat(trues))  # (B, r)
@@ -168,9 +170,15 @@ def evaluate_arm(model: MeshTok, cfg: dict[str, Any], test: np.ndarray, seed: in
     return res
 
 
-def _grad_energy(z: torch.Tensor, P: int) -> torch.Tensor:
-    """Per-patch sum of the squared Sobel gradient magnitude (channel mean), (N, n*n)."""
-    gx = z[..., :, 2:] - z[..., :, :-2]
-    gy = z[..., 2:, :] - z[..., :-2, :]
-    e = F.pad(gx, (1, 1)) ** 2 + F.pad(gy, (0, 0, 1, 1)) ** 2
+def _grad_energy(z: torch.Tensor, P: int, periodic: bool = False) -> torch.Tensor:
+    """Per-patch mean of the squared central-difference gradient (channel mean), (N, n*n); `periodic` wraps the
+    differences around the domain (otherwise the border cells get a zero gradient)."""
+    if periodic:
+        gx = torch.roll(z, -1, -1) - torch.roll(z, 1, -1)
+        gy = torch.roll(z, -1, -2) - torch.roll(z, 1, -2)
+        e = gx ** 2 + gy ** 2
+    else:
+        gx = z[..., :, 2:] - z[..., :, :-2]
+        gy = z[..., 2:, :] - z[..., :-2, :]
+        e = F.pad(gx, (1, 1)) ** 2 + F.pad(gy, (0, 0, 1, 1)) ** 2
     return F.avg_pool2d(e.mean(1, keepdim=True), P).flatten(1)
