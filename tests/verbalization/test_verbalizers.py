@@ -79,7 +79,8 @@ def test_width_mismatch_needs_a_mapping(base, toy):
 def test_lit_learns_to_recover_names_and_leaves_decoder_alone(base, toy):
     tok, w = toy["tok"], toy["world"]
     texts, qas = w.lit_examples()
-    qas = [[pq for pq in pairs if pq[0] == NAME_QUESTION] for pairs in qas]  # the name-recovery task only
+    rows = [(t, pairs) for t, pairs in zip(texts, qas) if pairs[0][0] == NAME_QUESTION]  # name recovery only
+    texts, qas = [t for t, _ in rows], [pairs for _, pairs in rows]
     before = copy.deepcopy(base.state_dict())
     lit = LITVerbalizer(base, base, tok, tok, 1, 0, max_new_tokens=3)
     lit.fit(texts, qas, steps=250, lr=3e-3, batch_size=32, seed=0)
