@@ -159,3 +159,29 @@ def test_lists_and_float64_are_read_in_the_models_dtype_and_labels_are_range_che
         VQAStream(X[:4], torch.tensor([0, 1, 2, -1]))
     with pytest.raises(ValueError, match="labels"):
         train_encoder(TinyEncoder(), X[:4], torch.tensor([0, 1, 2, 10]), epochs=1)
+
+
+@pytest.mark.parametrize("mode", ["restored", "corrupted", "both"])
+def test_init_slots_starts_from_the_one_image_model(mode):
+    import copy
+
+    from icml26.robust_u1 import TinyVQA
+
+    torch.manual_seed(0)
+    one = TinyVQA()
+    with torch.no_grad():  # a "pretrained" one-image model: slot 1 trained, slot 2 at zero
+        one.fuse.weight[:, :one.dim].normal_()
+    x_c, x_r, q = torch.rand(5, 1, 24, 24), torch.rand(5, 1, 24, 24), torch.arange(5)
+    two = copy.deepcopy(one).init_slots(mode)
+    got = two([x_c, x_r], q)
+    if mode == "restored":  # the general model answering from the restored image
+        assert torch.allclose(got, one([x_r], q), atol=1e-6)
+    elif mode == "corrupted":  # the restored-image path is blind
+        assert torch.allclose(got, one([x_c], q), atol=1e-6)
+    else:  # the mean of the two images' slot-1 features
+        f = (one.encoder(x_c) + one.encoder(x_r)) / 2
+        z = torch.zeros_like(f)
+        ref = one.out(one.fuse(torch.cat([f, z, one.question(q)], 1)))
+        assert torch.allclose(got, ref, atol=1e-5)
+    with pytest.raises(ValueError, match="mode"):
+        TinyVQA().init_slots("zero")

@@ -37,6 +37,7 @@ from icml26.robust_u1.data import (
     corrupted_test_set,
     draw_questions,
     load_digits_images,
+    load_mnist_images,
     question_text,
     stratified_split,
 )
@@ -102,6 +103,7 @@ __all__ = [
     "grpo_advantages",
     "grpo_loss",
     "load_digits_images",
+    "load_mnist_images",
     "psnr",
     "question_text",
     "register_flow_grpo_rewards",

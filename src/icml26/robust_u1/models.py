@@ -14,8 +14,11 @@ semantic encoder and the one-or-two-image VQA model.
   `forward(images: list of 1 or 2 tensors, question_ids)`. Slot 1 is the first image (the corrupted one in
   Robust-U1's joint mode, as the official context first shows the original image), slot 2 the second (the
   restored one); an absent slot contributes zeros. The fusion layer's slot-2 (and extra-feature) weights start
-  at zero, so a model pretrained on one image behaves identically when a second slot is switched on, and
-  fine-tuning starts from the pretrained model (our reading of "the same MLLM now sees two images").
+  at zero, so pretraining on one image leaves them at zero. `init_slots(mode)` prepares such a one-image model
+  for joint reasoning (issue 34): "restored" (Stage III's default) moves the pretrained slot-1 weights to slot 2,
+  so the joint model starts as the general model answering from the restored image and learns to use the
+  corrupted one; "corrupted" keeps them (the restored-image path starts blind, zero weights: the earlier
+  reading); "both" puts half in each slot (the general model on the mean of the two images' features).
 """
 
 from __future__ import annotations
@@ -33,7 +36,9 @@ from icml26.common.validation import check_bool, check_float, check_int, check_t
 from icml26.robust_u1._checks import check_images, check_module
 from icml26.robust_u1.data import N_ANSWERS, N_QUESTIONS
 
-__all__ = ["ConvFeatures", "GaussianRestorationPolicy", "TinyEncoder", "TinyRestorer", "TinyVQA"]
+SLOT_INITS = ("restored", "corrupted", "both")
+
+__all__ = ["SLOT_INITS", "ConvFeatures", "GaussianRestorationPolicy", "TinyEncoder", "TinyRestorer", "TinyVQA"]
 
 
 class TinyRestorer(nn.Module):
@@ -222,6 +227,24 @@ class TinyVQA(nn.Module):
             self.fuse.weight[:, dim:self.max_images * dim].zero_()
             if self.extra_dim:
                 self.fuse.weight[:, -self.extra_dim:].zero_()
+
+    @torch.no_grad()
+    def init_slots(self, mode: str = "restored") -> TinyVQA:
+        """Share slot 1's fusion weights with slot 2 for a model trained on one image (see the module docstring):
+        mode "restored" (move them to slot 2), "corrupted" (keep: slot 2 stays at zero) or "both" (half each).
+        Returns self."""
+        if mode not in SLOT_INITS:
+            raise ValueError(f"mode must be one of {SLOT_INITS}, got {mode!r}")
+        if self.max_images < 2:
+            raise ValueError("init_slots needs max_images >= 2")
+        w, d = self.fuse.weight, self.dim
+        if mode == "restored":
+            w[:, d:2 * d] = w[:, :d]
+            w[:, :d] = 0.0
+        elif mode == "both":
+            w[:, :d] *= 0.5
+            w[:, d:2 * d] = w[:, :d]
+        return self
 
     def _images(self, images: Any) -> list[torch.Tensor]:
         if isinstance(images, torch.Tensor):

@@ -26,7 +26,7 @@ from icml26.common.validation import check_int
 from icml26.robust_u1._checks import check_images
 from icml26.robust_u1.corruptions import RandomCorruption
 from icml26.robust_u1.data import CachedStream, PairStream, VQABatch, VQAStream
-from icml26.robust_u1.models import GaussianRestorationPolicy, TinyVQA
+from icml26.robust_u1.models import SLOT_INITS, GaussianRestorationPolicy, TinyVQA
 from icml26.robust_u1.training import GRPOConfig, GRPORestorationTrainer, restore, sft_restorer, train_vqa
 
 __all__ = ["RobustU1"]
@@ -110,12 +110,20 @@ class RobustU1:
         x_r = batch.x_r if batch.x_r is not None else self.recover(batch.x_c)
         return F.cross_entropy(self.vqa_([batch.x_c, x_r], batch.question), batch.answer)
 
-    def fit_reasoner(self, stream: VQAStream, epochs: int = 8, lr: float = 1e-3, progress: str | None = None
-                     ) -> dict[str, Any]:
-        """Stage III: fine-tune a fresh copy of `vqa` on [x_c, recover(x_c)] with the restorer frozen."""
+    def fit_reasoner(self, stream: VQAStream, epochs: int = 8, lr: float = 1e-3, progress: str | None = None,
+                     init: str = "restored") -> dict[str, Any]:
+        """Stage III: fine-tune a fresh copy of `vqa` on [x_c, recover(x_c)] with the restorer frozen.
+
+        init: how a `TinyVQA` pretrained on one image starts seeing two (`TinyVQA.init_slots`): "restored" (the
+        default: it starts as the general model answering from the restored image), "corrupted" (the
+        restored-image path starts at zero weights) or "both"; ignored for other models."""
         if not isinstance(stream, (VQAStream, CachedStream)):
             raise TypeError(f"stream must be a VQAStream or CachedStream, got {type(stream).__name__}")
+        if init not in SLOT_INITS:
+            raise ValueError(f"init must be one of {SLOT_INITS}, got {init!r}")
         self.vqa_ = copy.deepcopy(self.vqa)
+        if isinstance(self.vqa_, TinyVQA) and not bool(self.vqa_.fuse.weight[:, self.vqa_.dim:2 * self.vqa_.dim].any()):
+            self.vqa_.init_slots(init)  # only a one-image model (slot 2 still at zero) is re-initialised
         return train_vqa(self.vqa_, stream, self.loss, epochs=epochs, lr=lr, progress=progress)
 
     def fit(self, images: Any, labels: Any, reward: Any, *, sft_epochs: int = 10, grpo: GRPOConfig | None = None,
