@@ -18,7 +18,7 @@ from icml26.lingua.synthetic import span_seen
 
 
 def test_smoke_run():
-    cfg = {**copy.deepcopy(E.CONFIGS["smoke"]), "scale": "smoke"}
+    cfg = {**copy.deepcopy(E.CONFIGS["smoke"]), "scale": "smoke", "n_stream": 4, "window": 2, "snapshots": [0, 2]}
     res = E.run(cfg)
     ids = [c.id for c in res.claims]
     assert ids == ["C1", "C1r", "C2", "C2nc", "C2b", "C3", "C4", "C4nc", "C4g", "C4w", "C4n", "C4f", "C5", "C5alt",
