@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from torch import nn
 
 from icml26.sparse_transfer import (
     AnchoredSparseTransfer,
@@ -155,3 +156,26 @@ def test_metrics():
     assert label_preservation_acc(lambda y: np.eye(2)[[0, 1, 1]], None, [0, 1, 0]) == pytest.approx(2 / 3)
     with pytest.raises(ValueError, match="same shape"):
         translation_error(TASK.Y_test, TASK.Y_test[:, :2])
+
+
+def test_one_training_loop_serves_the_estimator_and_the_image_path(monkeypatch):
+    from icml26.sparse_transfer import scale, training, transfer
+
+    calls = []
+    real = training.train_loop
+
+    def spy(obj, *a, **k):
+        calls.append(obj.disc is not None)
+        return real(obj, *a, **k)
+
+    monkeypatch.setattr(transfer, "train_loop", spy)
+    monkeypatch.setattr(scale, "train_loop", spy)
+    X, Y = np.random.default_rng(0).standard_normal((2, 40, 2))
+    AnchoredSparseTransfer(steps=2, batch_size=8, hidden=(4,), lambda_cyc=0.0).fit(X, Y)
+    cfg = {**scale.PAPER_CONFIG, "data": "synthetic", "n_synthetic": 8, "image_size": 8, "width": 2, "steps": 2,
+           "batch_size": 2, "n_probes": 1, "out_dir": "", "device": "cpu"}
+    scale.train_translator(cfg, scale.load_image_domains(cfg), 0.01)
+    assert calls == [False, True]
+    with pytest.raises(ValueError, match="d_opt"):
+        training.train_loop(training.TransferObjective(f=nn.Linear(2, 2), disc=nn.Linear(2, 1)), None,
+                            lambda s: (torch.zeros(2, 2), torch.zeros(2, 2)), 1)

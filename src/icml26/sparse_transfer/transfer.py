@@ -55,8 +55,9 @@ from icml26.common.validation import (
     check_seed,
 )
 from icml26.sparse_transfer.jacobian import JacobianSparsityPenalty, batch_jacobian
-from icml26.sparse_transfer.losses import DEFAULT_BANDWIDTHS, GANLoss, anchor_loss, group_mmd2, mmd2, r1_penalty
+from icml26.sparse_transfer.losses import DEFAULT_BANDWIDTHS, GANLoss, mmd2
 from icml26.sparse_transfer.metrics import translation_error
+from icml26.sparse_transfer.training import TransferObjective, train_loop
 
 __all__ = [
     "AnchorResolver",
@@ -230,7 +231,8 @@ class AnchoredSparseTransfer:
         bandwidths: RBF bandwidths of the MMD; default (0.2, 0.5, 1, 2).
         steps, batch_size, lr: Adam steps, samples per domain per step, learning rate (2e-3).
         gan_kind, r1_weight, disc_hidden, disc_dropout: discriminator settings for dm="gan".
-        seed: non-negative int; fit is deterministic given the seed.
+        seed: non-negative int; fit is deterministic given the seed (batches are drawn on the CPU).
+        device: "cpu" (default), "cuda" or "auto" (CUDA when available); predictions come back as numpy.
         progress: show a tqdm bar.
     Attributes after fit: forward_net_, inverse_net_ (or None), resolver_ (AnchorResolver or None),
         history_ (dict of per-step loss lists), n_features_in_, n_features_out_.
@@ -244,7 +246,7 @@ class AnchoredSparseTransfer:
                  hidden: Sequence[int] = (64, 64), bandwidths: Sequence[float] = DEFAULT_BANDWIDTHS,
                  steps: int = 1500, batch_size: int = 128, lr: float = 2e-3, gan_kind: str = "nsgan",
                  r1_weight: float = 1.0, disc_hidden: Sequence[int] = (64, 64), disc_dropout: float = 0.2,
-                 seed: int = 0, progress: bool = False) -> None:
+                 seed: int = 0, device: str = "cpu", progress: bool = False) -> None:
         self.forward_net, self.inverse_net, self.dm = forward_net, inverse_net, dm
         self.lambda_dm, self.lambda_cyc, self.lambda_anchor, self.lambda_jac = lambda_dm, lambda_cyc, lambda_anchor, lambda_jac
         self.jac_mode, self.jac_on, self.jac_ramp, self.jac_hinge = jac_mode, jac_on, jac_ramp, jac_hinge
@@ -253,7 +255,7 @@ class AnchoredSparseTransfer:
         self.hidden, self.bandwidths = hidden, bandwidths
         self.steps, self.batch_size, self.lr = steps, batch_size, lr
         self.gan_kind, self.r1_weight, self.disc_hidden, self.disc_dropout = gan_kind, r1_weight, disc_hidden, disc_dropout
-        self.seed, self.progress = seed, progress
+        self.seed, self.device, self.progress = seed, device, progress
         self._check_params()
 
     # -- scikit-learn plumbing
@@ -305,6 +307,7 @@ class AnchoredSparseTransfer:
         check_choice(self.gan_kind, "gan_kind", ("nsgan", "lsgan"))
         check_float(self.disc_dropout, "disc_dropout", min=0.0, max=1.0, max_open=True)
         check_seed(self.seed, "seed")
+        check_choice(self.device, "device", ("cpu", "cuda", "auto"))
         check_bool(self.progress, "progress")
         if self.jac_on in ("inverse", "both") and self.lambda_cyc == 0 and self.inverse_net is None:
             raise ValueError(f"jac_on={self.jac_on!r} regularises the inverse network, which is only trained with "
@@ -367,90 +370,70 @@ class AnchoredSparseTransfer:
             raise ValueError("conditional_groups: u_x and u_y must use the same group labels")
         return [(np.flatnonzero(ux == k), np.flatnonzero(uy == k)) for k in np.unique(ux)]
 
+    def _device(self) -> torch.device:
+        if self.device == "auto":
+            return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        if self.device == "cuda" and not torch.cuda.is_available():
+            raise ValueError("device='cuda' but CUDA is not available; use device='auto' or 'cpu'")
+        return torch.device(self.device)
+
     def _train(self, X: np.ndarray, Y: np.ndarray, xa, ya, groups) -> None:
         dx, dy = X.shape[1], Y.shape[1]
-        dtype = torch.get_default_dtype()
+        dtype, dev = torch.get_default_dtype(), self._device()
         f = copy.deepcopy(self.forward_net) if self.forward_net is not None else mlp(dx, dy, self.hidden)
         need_g = self.lambda_cyc > 0 or self.inverse_net is not None
         g = None
         if need_g:
             g = copy.deepcopy(self.inverse_net) if self.inverse_net is not None else mlp(dy, dx, self.hidden)
-        f, g = f.to(dtype), (g.to(dtype) if g is not None else None)
-        Xt, Yt = torch.as_tensor(X, dtype=dtype), torch.as_tensor(Y, dtype=dtype)
-        xa_t = torch.as_tensor(xa, dtype=dtype) if xa is not None else None
-        ya_t = torch.as_tensor(ya, dtype=dtype) if ya is not None else None
+        f, g = f.to(dev, dtype), (g.to(dev, dtype) if g is not None else None)
+        Xt, Yt = torch.as_tensor(X, dtype=dtype, device=dev), torch.as_tensor(Y, dtype=dtype, device=dev)
+        use_joint = xa is not None and self.anchor_mode == "joint" and self.lambda_anchor > 0
+        anchor = (torch.as_tensor(xa, dtype=dtype, device=dev), torch.as_tensor(ya, dtype=dtype, device=dev)) \
+            if use_joint else None
         params = list(f.parameters()) + (list(g.parameters()) if g is not None else [])
         opt = torch.optim.Adam(params, lr=self.lr)
-        gen = torch.Generator().manual_seed(int(self.seed))
-        penalty = JacobianSparsityPenalty(self.jac_mode, n_probes=self.n_probes, probe_frac=self.probe_frac,
-                                          sigma=self.sigma, hinge=self.jac_hinge, seed=int(self.seed) + 1)
+        gen = torch.Generator().manual_seed(int(self.seed))  # batch indices on the CPU: same batches on any device
+        penalty = None
+        if self.lambda_jac > 0:
+            penalty = JacobianSparsityPenalty(self.jac_mode, n_probes=self.n_probes, probe_frac=self.probe_frac,
+                                              sigma=self.sigma, hinge=self.jac_hinge, seed=int(self.seed) + 1)
         disc = d_opt = gan = None
         if self.dm == "gan":
-            disc = MLPDiscriminator(dy, self.disc_hidden, self.disc_dropout).to(dtype)
+            disc = MLPDiscriminator(dy, self.disc_hidden, self.disc_dropout).to(dev, dtype)
             d_opt = torch.optim.Adam(disc.parameters(), lr=self.lr)
             gan = GANLoss(self.gan_kind)
         bs = int(self.batch_size)
-        bw = tuple(float(h) for h in self.bandwidths)
         ramp_steps = float(self.jac_ramp) * int(self.steps)
-        hist: dict[str, list[float]] = {k: [] for k in ("total", "dm", "cyc", "anchor", "jac")}
-        use_joint = xa_t is not None and self.anchor_mode == "joint" and self.lambda_anchor > 0
-        it = range(int(self.steps))
+        lam = float(self.lambda_jac)
+
+        def lambda_jac(step: int) -> float:
+            return lam * (min(1.0, (step + 1) / ramp_steps) if ramp_steps > 0 else 1.0)
+
+        def sample(step: int) -> tuple[torch.Tensor, torch.Tensor]:
+            if groups is None:
+                ix = torch.randint(len(Xt), (bs,), generator=gen)
+                iy = torch.randint(len(Yt), (bs,), generator=gen)
+            else:  # DIMENSION: m samples of every group, in group order (group_mmd2's equal blocks)
+                m = max(16, bs // len(groups))
+                pairs = [(torch.as_tensor(gx)[torch.randint(len(gx), (m,), generator=gen)],
+                          torch.as_tensor(gy)[torch.randint(len(gy), (m,), generator=gen)]) for gx, gy in groups]
+                ix, iy = torch.cat([p[0] for p in pairs]), torch.cat([p[1] for p in pairs])
+            return Xt[ix.to(dev)], Yt[iy.to(dev)]
+
+        obj = TransferObjective(f=f, g=g, disc=disc, gan=gan, bandwidths=self.bandwidths,
+                                n_groups=1 if groups is None else len(groups), lambda_dm=float(self.lambda_dm),
+                                lambda_cyc=float(self.lambda_cyc), cyc_kind="mse",
+                                lambda_anchor=float(self.lambda_anchor), anchor=anchor, anchor_kind=self.anchor_kind,
+                                penalty=penalty, jac_on=self.jac_on, r1_weight=float(self.r1_weight))
+        bar = None
         if self.progress:
             from tqdm.auto import tqdm
 
-            it = tqdm(it, desc="AnchoredSparseTransfer", leave=False)
-        for step in it:
-            lam_j = float(self.lambda_jac) * (min(1.0, (step + 1) / ramp_steps) if ramp_steps > 0 else 1.0)
-            if groups is None:
-                xb = Xt[torch.randint(len(Xt), (bs,), generator=gen)]
-                yb = Yt[torch.randint(len(Yt), (bs,), generator=gen)]
-                pairs = [(xb, yb)]
-            else:
-                m = max(16, bs // len(groups))
-                pairs = [(Xt[torch.as_tensor(ix)[torch.randint(len(ix), (m,), generator=gen)]],
-                          Yt[torch.as_tensor(iy)[torch.randint(len(iy), (m,), generator=gen)]]) for ix, iy in groups]
-                xb, yb = torch.cat([p[0] for p in pairs]), torch.cat([p[1] for p in pairs])
-            if disc is not None:  # discriminator step (NS-GAN / LSGAN + R1 on real samples)
-                yr = yb.clone().requires_grad_(True)
-                d_real = disc(yr)
-                with torch.no_grad():
-                    fake = f(xb)
-                d_loss = gan(d_real, True) + gan(disc(fake), False)
-                if self.r1_weight > 0:
-                    d_loss = d_loss + float(self.r1_weight) * r1_penalty(d_real, yr)
-                d_opt.zero_grad(set_to_none=True)
-                d_loss.backward()
-                d_opt.step()
-            fx = f(xb)
-            if disc is not None:
-                dm = gan(disc(fx), True)
-            elif groups is None:
-                dm = group_mmd2(fx, yb, 1, bw)  # = mmd2(fx, yb, bw) without the per-step input checks
-            else:
-                dm = group_mmd2(fx, yb, len(groups), bw)
-            loss = float(self.lambda_dm) * dm
-            cyc = torch.zeros(())
-            if g is not None and self.lambda_cyc > 0:
-                cyc = ((g(fx) - xb) ** 2).mean()
-                loss = loss + float(self.lambda_cyc) * cyc
-            anc = torch.zeros(())
-            if use_joint:
-                anc = anchor_loss(f, xa_t, ya_t, self.anchor_kind)
-                loss = loss + float(self.lambda_anchor) * anc
-            jac = torch.zeros(())
-            if self.lambda_jac > 0:
-                if self.jac_on in ("forward", "both"):
-                    jac = jac + penalty(f, xb)
-                if self.jac_on in ("inverse", "both") and g is not None:
-                    jac = jac + penalty(g, yb)
-                loss = loss + lam_j * jac
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            if not torch.isfinite(loss):
-                raise FloatingPointError(f"training diverged at step {step} (loss {float(loss)}); lower lr")
-            for k, v in (("total", loss), ("dm", dm), ("cyc", cyc), ("anchor", anc), ("jac", jac)):
-                hist[k].append(float(v.detach()))
+            bar = tqdm(total=int(self.steps), desc="AnchoredSparseTransfer", leave=False)
+        hist = train_loop(obj, opt, sample, int(self.steps), lambda_jac, d_opt=d_opt,
+                          on_step=(lambda step, rec: bar.update(1)) if bar is not None else None)
+        if bar is not None:
+            bar.close()
         f.eval()
         if g is not None:
             g.eval()
@@ -462,9 +445,15 @@ class AnchoredSparseTransfer:
         if not hasattr(self, "forward_net_"):
             raise NotFittedError("this AnchoredSparseTransfer is not fitted yet; call fit(X_source, Y_target) first")
 
+    def _net_device(self, net: nn.Module) -> torch.device:
+        p = next(net.parameters(), None)
+        return p.device if p is not None else torch.device("cpu")
+
     def _forward_np(self, X: np.ndarray) -> np.ndarray:
+        net = self.forward_net_
         with torch.no_grad():
-            return self.forward_net_(torch.as_tensor(X, dtype=torch.get_default_dtype())).double().numpy()
+            x = torch.as_tensor(X, dtype=torch.get_default_dtype(), device=self._net_device(net))
+            return net(x).double().cpu().numpy()
 
     def transform(self, X, resolved: bool = True) -> np.ndarray:
         """Translate source rows X (n, d_x) -> (n, d_y); `resolved=False` skips the resolve step's MPA."""
@@ -489,7 +478,8 @@ class AnchoredSparseTransfer:
         if self.resolver_ is not None:
             Y = self.resolver_.inverse_transform(Y)
         with torch.no_grad():
-            return self.inverse_net_(torch.as_tensor(Y, dtype=torch.get_default_dtype())).double().numpy()
+            y = torch.as_tensor(Y, dtype=torch.get_default_dtype(), device=self._net_device(self.inverse_net_))
+            return self.inverse_net_(y).double().cpu().numpy()
 
     def score(self, X, Y_true) -> float:
         """Negative translation error -TE on held-out pairs (higher is better)."""
@@ -507,8 +497,8 @@ class AnchoredSparseTransfer:
         self._check_fitted()
         X = check_array(X, "X", ndim=2, shape=(None, self.n_features_in_))
         resolved = check_bool(resolved, "resolved")
-        J = batch_jacobian(self.forward_net_, torch.as_tensor(X, dtype=torch.get_default_dtype())).detach()
-        J = J.double().numpy()
+        x = torch.as_tensor(X, dtype=torch.get_default_dtype(), device=self._net_device(self.forward_net_))
+        J = batch_jacobian(self.forward_net_, x).detach().double().cpu().numpy()
         if resolved and self.resolver_ is not None and self.resolver_.kind == "signed":
             M = self.resolver_.transform(np.eye(self.n_features_out_)).T  # columns: h(e_j)
             J = np.einsum("ij,njk->nik", M, J)
