@@ -156,3 +156,43 @@ def test_bad_inputs_name_the_argument():
         mmd2(torch.zeros(3, 2), torch.zeros(3, 2), bandwidths=(0.0,))
     with pytest.raises(ValueError, match="feature"):
         mmd2(torch.zeros(3, 2), torch.zeros(3, 3))
+
+
+def test_torch_func_failures_become_value_errors_naming_the_fix():
+    bn = nn.Sequential(nn.Linear(3, 8), nn.BatchNorm1d(8), nn.Linear(8, 3))
+    x = torch.randn(6, 3)
+    with pytest.raises(ValueError, match=r"jacobian_l1_exact.*BatchNorm.*eval\(\)"):
+        jacobian_l1_exact(bn, x)
+    with pytest.raises(ValueError, match="BatchNorm"):
+        JacobianSparsityPenalty("exact")(bn, x)
+    bn.eval()  # the fix the message names: a per-sample map again
+    assert torch.isfinite(jacobian_l1_exact(bn, x))
+
+    class RunningMean(nn.Module):  # in-place update of a buffer from the input
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(3, 3)
+            self.register_buffer("mean", torch.zeros(3))
+
+        def forward(self, z: torch.Tensor) -> torch.Tensor:
+            self.mean.add_(z.mean(0))
+            return self.lin(z)
+
+    with pytest.raises(ValueError, match=r"could not trace f \(RunningMean\).*out of place"):
+        jacobian_l1_exact(RunningMean(), x)
+
+
+def test_integer_inputs_are_cast_and_the_fd_step_fits_the_float_type():
+    from icml26.sparse_transfer.jacobian import min_step
+
+    f = lambda z: 2.0 * z  # noqa: E731  (a plain callable: no module dtype to borrow)
+    xi = torch.randint(-3, 4, (16, 3))
+    g = torch.Generator().manual_seed(0)
+    assert jacobian_l1_fd(f, xi, n_probes=4, probe_frac=1 / 3, generator=g).item() == pytest.approx(2.0, rel=1e-3)
+    assert jacobian_l1_exact(f, xi, normalize=True).item() == pytest.approx(2.0)
+    assert min_step(torch.float32) == pytest.approx(torch.finfo(torch.float32).eps ** 0.5)
+    assert min_step(torch.float64) == pytest.approx(1.49e-8, rel=0.01)
+    # a tiny sigma: the official 1e-8 clamp would vanish in float32 (x + 1e-8 == x at |x| = 100); ours does not
+    big = torch.full((8, 3), 100.0)
+    est = jacobian_l1_fd(f, big, n_probes=4, probe_frac=1 / 3, sigma=1e-9, generator=g)
+    assert est.item() == pytest.approx(2.0, rel=0.05)

@@ -7,7 +7,8 @@ J(x) is (d_out, d_in)):
   optionally with the hinge of the official synthetic code, E_x relu(||J(x)||_1 - hinge).
 * `jacobian_l1_fd`: the paper's randomized masked finite-difference surrogate ("fd_l1"). For each of S probes
   and each sample b: a mask z_b in {0,1}^{d_in} with exactly k ones at uniformly random positions and a scalar
-  step eps_b ~ N(0, sigma^2) (|eps_b| clamped to >= 1e-8), then
+  step eps_b ~ N(0, sigma^2) (|eps_b| clamped to >= `min_step(dtype)`: 1e-8 in the official code, which is
+  below float32's resolution; we use sqrt(machine eps) of the input's float type), then
 
       Delta_b = (f(x_b + eps_b z_b) - f(x_b)) / eps_b  ~=  J(x_b) z_b,
       R_fd    = (1/S) sum_s mean_b ||Delta_b||_1 / (d_out * k / d_in).
@@ -19,6 +20,9 @@ J(x) is (d_out, d_in)):
 
 `JacobianSparsityPenalty` wraps both as an `nn.Module` (a drop-in regulariser for any translator or GAN
 generator), always on the per-output-coordinate scale (exact / d_out, or R_fd).
+
+Inputs: integer or bool x is cast to the default float dtype (the module's dtype for an nn.Module); a network that
+torch.func cannot trace (BatchNorm in training mode, in-place ops on the input) raises a ValueError naming the fix.
 
 Deviations from the official code (spec section 9): k = max(1, round(probe_frac * d_in)), never 0 (the official
 `int(0.1 d)` silently gives a zero penalty for d < 10); one scalar eps per sample as the official docstring
@@ -35,7 +39,8 @@ from torch import nn
 
 from icml26.common.validation import check_bool, check_choice, check_float, check_int, check_tensor
 
-__all__ = ["JacobianSparsityPenalty", "batch_jacobian", "jacobian_l1_exact", "jacobian_l1_fd", "probe_size"]
+__all__ = ["JacobianSparsityPenalty", "batch_jacobian", "jacobian_l1_exact", "jacobian_l1_fd", "min_step",
+           "probe_size"]
 
 Fn = Callable[[torch.Tensor], torch.Tensor]
 
@@ -51,6 +56,8 @@ def _check_x(x: object, f: object = None) -> torch.Tensor:
         p = next(f.parameters(), None)
         if p is not None and p.is_floating_point():
             x = x.to(dtype=p.dtype, device=p.device)
+    if not x.is_floating_point():  # integer / bool input: a derivative needs real-valued points (and steps)
+        x = x.to(torch.get_default_dtype())
     if x.dim() < 2:
         raise ValueError(f"x must be a batch of shape (B, *in) with at least 2 dimensions, got shape {tuple(x.shape)}")
     if x.shape[0] < 1 or x[0].numel() < 1:
@@ -64,6 +71,23 @@ def _out(f: Fn, x: torch.Tensor) -> torch.Tensor:
         raise ValueError(f"f must return a (B, *out) tensor with B = {x.shape[0]}, got "
                          f"{tuple(y.shape) if isinstance(y, torch.Tensor) else type(y).__name__}")
     return y
+
+
+def min_step(dtype: torch.dtype) -> float:
+    """Smallest |eps| of a finite-difference step in `dtype`: sqrt(machine epsilon), at least 1e-8.
+
+    The official 1e-8 clamp is below float32's resolution (x + 1e-8 == x for |x| >= 0.1), so a float32 difference
+    with that step is 0 or rounding noise; sqrt(eps) (3.5e-4 in float32, 1.5e-8 in float64) is the usual
+    forward-difference step that balances truncation and rounding error."""
+    return max(1e-8, float(torch.finfo(dtype).eps) ** 0.5)
+
+
+def _batchnorm_in_training(f: object) -> str | None:
+    if isinstance(f, nn.Module):
+        for name, m in f.named_modules():
+            if isinstance(m, nn.modules.batchnorm._BatchNorm) and m.training:
+                return name or type(m).__name__
+    return None
 
 
 def probe_size(probe_frac: float, d_in: int) -> int:
@@ -85,6 +109,13 @@ def batch_jacobian(f: Fn, x: torch.Tensor) -> torch.Tensor:
     x = _check_x(x, f)
     from torch.func import jvp, vmap
 
+    bn = _batchnorm_in_training(f)
+    if bn is not None:
+        raise ValueError(f"batch_jacobian / jacobian_l1_exact: f has a BatchNorm layer in training mode ({bn!r}): it "
+                         "mixes the samples of a batch (no per-sample Jacobian) and updates running statistics in "
+                         "place, which torch.func cannot trace. Call f.eval() first, use a functional/per-sample "
+                         "norm (nn.LayerNorm, nn.GroupNorm, or BatchNorm with track_running_stats=False), or use "
+                         "mode='fd'")
     b, d_in = x.shape[0], x[0].numel()
     in_shape = x.shape[1:]
     eye = torch.eye(d_in, dtype=x.dtype, device=x.device)
@@ -93,7 +124,15 @@ def batch_jacobian(f: Fn, x: torch.Tensor) -> torch.Tensor:
         tangent = t.reshape(1, *in_shape).expand_as(x)
         return jvp(f, (x,), (tangent,))[1].reshape(b, -1)
 
-    return vmap(column)(eye).permute(1, 2, 0)  # (d_in, B, d_out) -> (B, d_out, d_in)
+    try:
+        jac = vmap(column)(eye)
+    except RuntimeError as e:  # torch.func's own messages name vmap internals, not the user's function
+        raise ValueError(f"batch_jacobian / jacobian_l1_exact could not trace f ({type(f).__name__}) with "
+                         "torch.func.jvp + vmap: f must be a pure function of its input (no in-place updates of "
+                         "buffers or captured tensors from x, e.g. running statistics, x.add_(); no BatchNorm in "
+                         "training mode). Fix: write those ops out of place (functional norm layers), call "
+                         f"f.eval(), or use mode='fd'. torch said: {e}") from e
+    return jac.permute(1, 2, 0)  # (d_in, B, d_out) -> (B, d_out, d_in)
 
 
 def jacobian_l1_exact(f: Fn, x: torch.Tensor, hinge: float | None = None, normalize: bool = False) -> torch.Tensor:
@@ -153,7 +192,8 @@ def jacobian_l1_fd(f: Fn, x: torch.Tensor, n_probes: int = 8, probe_frac: float 
     mask = torch.zeros(n_probes * b, d_in, dtype=x.dtype, device=dev).scatter_(1, idx, 1.0)
     shape = (n_probes * b, d_in) if per_element_eps else (n_probes * b, 1)
     eps = torch.randn(shape, generator=generator, device=gen_dev).to(device=dev, dtype=x.dtype) * sigma
-    eps = torch.where(eps >= 0, eps.clamp(min=1e-8), eps.clamp(max=-1e-8))
+    lo = min_step(x.dtype)  # spec: |eps| >= 1e-8; raised to the float type's resolution (see min_step)
+    eps = torch.where(eps >= 0, eps.clamp(min=lo), eps.clamp(max=-lo))
     xf = x.reshape(b, d_in)
     xp = xf.repeat(n_probes, 1) + eps * mask
     out = _out(f, torch.cat([xf, xp]).reshape(-1, *in_shape)).reshape((n_probes + 1) * b, -1)
