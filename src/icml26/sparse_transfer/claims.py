@@ -1,31 +1,44 @@
-"""Claim checks of spec section 6 (as amended by the review notes), computed from per-seed measurements.
+"""Claim checks of spec section 6 (as amended by the review notes), decided by `icml26.common.stats`.
 
-Every check takes the run's per-seed values and compares a median with the spec's threshold; nothing here is a
-constant verdict. The same functions are used by the experiment and by the tests that show each gate can fail.
+The spec gates medians over seeds (so one bad restart cannot flip a check). Each median gets a percentile
+bootstrap interval over the seeds (`stats.bootstrap_interval`, the rliable-style interval over runs): TE over
+seeds is bimodal (a run lands on the right signed permutation or on a wrong one), so a t interval of the mean
+would assume a shape the data do not have. With 5 seeds that interval is about [min, max] of the seeds, which is
+what a distribution-free 95 % statement about a median over 5 runs can say. Differences between two arms run on
+the same seeds (C4's MMD clause) use the paired t interval of the mean gap. Every verdict is three-valued
+(held / not held / inconclusive) and an inconclusive one names the seeds (and time) that would decide it.
+The same functions are used by the experiment and by the tests that show each gate can fail.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
 
+from icml26.common import stats
 from icml26.results import Claim
 
 __all__ = [
     "PAPER_FIGURE",
+    "PAPER_JOINT",
     "claim_c1",
     "claim_c2",
     "claim_c3",
+    "claim_c3_sanity",
     "claim_c4",
-    "paired_ci",
+    "claim_r2",
+    "median_decision",
     "report_claim",
-    "seed_decidable",
 ]
 
 PAPER_FIGURE = ("qualitative (no numbers retrievable): with GAN matching + one anchor + Jacobian regularisation "
                 "the learned map recovers the ground truth (small TE); without the regulariser or the anchor it "
                 "does not")
+PAPER_JOINT = ("the paper's own anchor usage (anchor loss inside the objective); qualitative: one anchor + "
+               "regularisation recovers f*")
+MEDIUM = "`icml26 run sparse_transfer --scale medium`"
 
 
 def _vals(x: Sequence[float]) -> list[float]:
@@ -36,138 +49,175 @@ def _fmt(vals: Sequence[float]) -> str:
     return "[" + ", ".join(f"{v:.3f}" for v in vals) + "]"
 
 
-def seed_decidable(vals: Sequence[float], threshold: float) -> bool:
-    """False when the seed-to-seed spread (sample std) is larger than the median's margin to the threshold."""
-    v = np.asarray(vals, dtype=float)
+def median_decision(vals: Sequence[float], threshold: float, direction: str, *, label: str = "",
+                    cost_per_seed_s: float | None = None) -> stats.Decision:
+    """Median over seeds vs `threshold`, decided on a percentile bootstrap interval over the seeds.
+
+    One seed gives an unbounded interval (inconclusive by design)."""
+    v = np.asarray(_vals(vals), dtype=float)
     if v.size < 2:
-        return False
-    return bool(np.std(v, ddof=1) <= abs(float(np.median(v)) - threshold))
+        iv = stats.t_interval(v)  # (-inf, inf) for one seed
+    else:
+        iv = dataclasses.replace(stats.bootstrap_interval(v, np.median, method="percentile", seed=0), unit="seeds")
+    return stats.decide(float(np.median(v)), iv, threshold, direction, label=label, cost_per_unit_s=cost_per_seed_s)
 
 
-def paired_ci(a: Sequence[float], b: Sequence[float], level: float = 0.95) -> tuple[float, float, float]:
-    """Mean of a - b over seeds with a t confidence interval (mean, low, high); NaN bounds for < 2 seeds."""
-    from scipy import stats
-
-    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
-    m = float(d.mean()) if d.size else float("nan")
-    if d.size < 2:
-        return m, float("nan"), float("nan")
-    half = float(stats.t.ppf(0.5 + level / 2, d.size - 1) * d.std(ddof=1) / np.sqrt(d.size))
-    return m, m - half, m + half
+def _medium_note(d: stats.Decision, what: str) -> str:
+    if d.verdict != "inconclusive":
+        return ""
+    return f" What would decide it: {what} ({MEDIUM})."
 
 
-def _decide_note(vals: Sequence[float], threshold: float) -> str:
-    if seed_decidable(vals, threshold):
-        return "decidable at this size (seed std <= margin of the median to the threshold)"
-    return ("CANNOT DECIDE at this size: the seed-to-seed spread (std) is larger than the median's margin to the "
-            "threshold, so the verdict below rests on which seeds were drawn")
-
-
-def claim_c1(te: Sequence[float], oracle: Sequence[float], genericity: Sequence[float],
-             threshold: float = 0.20) -> Claim:
+def claim_c1(te: Sequence[float], oracle: Sequence[float], genericity: Sequence[float], threshold: float = 0.20,
+             cost_per_seed_s: float | None = None) -> Claim:
     """C1: DM + sparsity (exact l1) + one anchor (resolve): median TE <= threshold."""
     te, oracle = _vals(te), _vals(oracle)
-    med = float(np.median(te))
-    held = bool(med <= threshold)
-    details = (f"per-seed anchor-resolved TE {_fmt(te)}; oracle-resolved TE (best of the 48 signed permutations) "
-               f"{_fmt(oracle)}; anchor genericity m(y_a) {_fmt(genericity)} (anchors drawn among pairs with "
-               f"m >= 0.5, review note 2). Can fail: training (sparsity/optimisation: high oracle TE) or the anchor "
-               f"(low oracle, high resolved TE). {_decide_note(te, threshold)}. Prototype [0.093, 0.121, 0.150].")
-    return Claim("C1", "DM + Jacobian sparsity + ONE anchor pair identifies the ground-truth transfer map",
+    d = median_decision(te, threshold, "<=", label="C1", cost_per_seed_s=cost_per_seed_s)
+    details = (f"{d.text()}. Per-seed anchor-resolved TE {_fmt(te)}; oracle-resolved TE (best of the 48 signed "
+               f"permutations) {_fmt(oracle)}; anchor genericity m(y_a) {_fmt(genericity)} (anchors drawn among "
+               "pairs with m >= 0.5, review note 2). Can fail: training (sparsity/optimisation: high oracle TE) or "
+               "the anchor (low oracle, high resolved TE). The resolve step is ours (spec section 6); the paper's "
+               "joint form is R2." + _medium_note(d, "10 seeds") + " Prototype [0.093, 0.121, 0.150].")
+    return Claim("C1", "DM + Jacobian sparsity + ONE anchor pair identifies the ground-truth transfer map (our "
+                       "resolve step)",
                  "median TE over seeds, held-out pairs (resolve mode, exact l1 penalty)",
-                 {"median_te": med, "per_seed_te": te, "per_seed_oracle_te": oracle,
-                  "decidable": seed_decidable(te, threshold)},
-                 f"median TE <= {threshold}", held, gate=True, details=details, paper=PAPER_FIGURE, per_seed=te)
+                 {"median_te": d.estimate, "per_seed_te": te, "per_seed_oracle_te": oracle},
+                 f"median TE <= {threshold}", decision=d, kind="gate", details=details, paper=PAPER_FIGURE,
+                 per_seed=te)
 
 
-def claim_c2(te: Sequence[float], oracle: Sequence[float], threshold: float = 0.25) -> Claim:
+def claim_r2(te: Sequence[float], oracle: Sequence[float], threshold: float = 0.20, steps: int | None = None,
+             hidden: Sequence[int] | None = None, cost_per_seed_s: float | None = None) -> Claim:
+    """R2: the paper's formulation (anchor MSE inside the loss from step 0) with exact sparsity: median TE <=
+    threshold (C1's bar). The oracle-resolved TE says whether sparsity found a signed permutation (low) that the
+    anchor then failed to fix."""
+    te, oracle = _vals(te), _vals(oracle)
+    d = median_decision(te, threshold, "<=", label="R2", cost_per_seed_s=cost_per_seed_s)
+    wrong = [i for i, (a, o) in enumerate(zip(te, oracle)) if a > threshold and o <= threshold]
+    setting = f" ({steps} steps, hidden {list(hidden)})" if steps is not None and hidden is not None else ""
+    details = (f"{d.text()}. Per-seed TE {_fmt(te)}; oracle-resolved TE {_fmt(oracle)}{setting}; seeds "
+               f"{wrong} found a sparse signed permutation (oracle TE <= {threshold}) but the anchor inside the loss "
+               "did not move it to the right one. Why resolve (C1) is needed at this size: a single anchor term is a "
+               "1-sample loss next to a 128-sample MMD; the network satisfies it with a local bump around x_a "
+               "while the global map stays on the permutation the early DM phase chose (spec section 9), so the "
+               "anchor never selects among the finite set of sparse MPAs. What would test the paper's form: more "
+               "steps (the anchor keeps pulling after the MMD has converged), the official-size 1x32 network "
+               "(less room for a local bump) and 10 seeds, i.e. the medium scale (" + MEDIUM + ").")
+    return Claim("R2", "The paper's formulation (one anchor inside the loss, with Jacobian sparsity) identifies the "
+                       "ground-truth map",
+                 "median TE over seeds (exact l1 + joint anchor)",
+                 {"median_te": d.estimate, "per_seed_te": te, "per_seed_oracle_te": oracle,
+                  "wrong_permutation_seeds": wrong},
+                 f"median TE <= {threshold}", decision=d, kind="gate", details=details, paper=PAPER_JOINT,
+                 per_seed=te)
+
+
+def claim_c2(te: Sequence[float], oracle: Sequence[float], threshold: float = 0.25,
+             cost_per_seed_s: float | None = None) -> Claim:
     """C2: the same with the randomized finite-difference surrogate: median TE <= threshold.
 
-    Review note 3: if it fails and the failing seeds' oracle-resolved TE is also above the threshold (a training
-    failure, not an anchor failure), the result says the check cannot decide at this size.
-    """
+    Review note 3: failing seeds whose oracle-resolved TE is also above the threshold are training failures (not
+    anchor failures); the details say so."""
     te, oracle = _vals(te), _vals(oracle)
-    med = float(np.median(te))
-    held = bool(med <= threshold)
+    d = median_decision(te, threshold, "<=", label="C2", cost_per_seed_s=cost_per_seed_s)
     bad = [i for i, v in enumerate(te) if v > threshold]
     train_fail = [i for i in bad if oracle[i] > threshold]
-    note = _decide_note(te, threshold)
-    if not held and train_fail:
-        note = (f"CANNOT DECIDE at this size (review note 3): seeds {train_fail} fail in training (oracle-resolved "
-                f"TE {_fmt([oracle[i] for i in train_fail])} > {threshold}), not through the anchor")
-    details = (f"per-seed anchor-resolved TE {_fmt(te)}; oracle-resolved TE {_fmt(oracle)}; failing seeds {bad} "
-               f"(training failures {train_fail}). fd surrogate k = 1, S = 2, sigma = 0.01. {note}. "
-               "Prototype [0.109, 0.095, 0.89].")
+    details = (f"{d.text()}. Per-seed anchor-resolved TE {_fmt(te)}; oracle-resolved TE {_fmt(oracle)}; failing "
+               f"seeds {bad} (training failures, oracle TE > {threshold}: {train_fail}). fd surrogate k = 1, S = 2, "
+               "sigma = 0.01." + _medium_note(d, "10 seeds") + " Prototype [0.109, 0.095, 0.89].")
     return Claim("C2", "The cheap randomized masked finite-difference penalty gives the same identifiability",
                  "median TE over seeds (resolve mode, fd surrogate)",
-                 {"median_te": med, "per_seed_te": te, "per_seed_oracle_te": oracle, "training_failures": train_fail,
-                  "decidable": seed_decidable(te, threshold) and not (not held and train_fail)},
-                 f"median TE <= {threshold}", held, gate=True, details=details, paper=PAPER_FIGURE, per_seed=te)
+                 {"median_te": d.estimate, "per_seed_te": te, "per_seed_oracle_te": oracle,
+                  "training_failures": train_fail},
+                 f"median TE <= {threshold}", decision=d, kind="gate", details=details, paper=PAPER_FIGURE,
+                 per_seed=te)
 
 
+C3_ARMS = ("dm", "dm_anchor_joint", "dm_resolve")
 SANITY_ARMS = ("dm_sparsity_no_anchor", "ot")
 
 
-def claim_c3(arms: dict[str, Sequence[float]], ours: Sequence[float] | None = None,
-             threshold: float = 0.60) -> Claim:
-    """C3: every MPA-prone baseline fails: median TE >= threshold for each arm in `arms` (name -> per-seed TE)."""
-    meds = {k: float(np.median(_vals(v))) for k, v in arms.items()}
-    held = bool(all(m >= threshold for m in meds.values()))
-    parts = []
-    for k, v in arms.items():
-        tag = " (sanity: holds by construction, review note 5)" if k in SANITY_ARMS else ""
-        ci = ""
-        if ours is not None and len(ours) == len(v):
-            m, lo, hi = paired_ci(v, ours)
-            ci = f", paired TE gap to ours {m:.3f} [95% CI {lo:.3f}, {hi:.3f}]"
-        parts.append(f"{k}: median {meds[k]:.3f}, per seed {_fmt(_vals(v))}{ci}{tag}; "
-                     f"{_decide_note(_vals(v), threshold)}")
-    details = ("; ".join(parts) + ". dm, dm_anchor_joint and dm_resolve can fail (DM + resolve can land below 0.6 "
-               "by geometry, review note 4). Prototype: DM [1.31, 1.31, 1.51], DM + anchor [1.38, 1.25], DM + resolve "
-               "[0.85, 1.24, 1.09], DM + sparsity [1.23, 1.22, 1.25], OT 1.20-1.22.")
-    return Claim("C3", "Distribution matching without sparsity, or without the anchor, is not identifiable "
+def claim_c3(arms: dict[str, Sequence[float]], threshold: float = 0.60,
+             cost_per_seed_s: float | None = None) -> Claim:
+    """C3: every MPA-prone baseline that can fail (DM, DM + joint anchor, DM + resolve) has median TE >=
+    threshold; `arms` maps each name of `C3_ARMS` to its per-seed TE."""
+    missing = [k for k in C3_ARMS if k not in arms]
+    if missing:
+        raise ValueError(f"arms must give per-seed TE for {C3_ARMS}, missing {missing}")
+    parts = [median_decision(arms[k], threshold, ">=", label=k, cost_per_seed_s=cost_per_seed_s) for k in C3_ARMS]
+    d = stats.all_of(*parts, label="C3")
+    per = "; ".join(f"{k}: per seed {_fmt(_vals(arms[k]))}, {sum(v < threshold for v in _vals(arms[k]))} of "
+                    f"{len(arms[k])} below {threshold}" for k in C3_ARMS)
+    details = (f"{d.text()}. {per}. All three can fail (DM + resolve can land below 0.6 by geometry, review note 4); "
+               "the two arms that hold by construction are C3-sanity." + _medium_note(d, "the seeds the hint names")
+               + " Prototype: DM [1.31, 1.31, 1.51], DM + anchor [1.38, 1.25], DM + resolve [0.85, 1.24, 1.09].")
+    return Claim("C3", "Distribution matching without sparsity, with or without the anchor, is not identifiable "
                        "(measure-preserving automorphisms)", "median TE over seeds per baseline",
-                 {"median_te": meds}, f"every median TE >= {threshold}", held, gate=True, details=details,
-                 paper=PAPER_FIGURE, per_seed=_vals(arms.get("dm", [])))
+                 {"median_te": {k: p.estimate for k, p in zip(C3_ARMS, parts)},
+                  "n_seeds": {k: len(arms[k]) for k in C3_ARMS}},
+                 f"every median TE >= {threshold}", decision=d, kind="gate", details=details, paper=PAPER_FIGURE,
+                 per_seed=_vals(arms["dm_anchor_joint"]))
 
 
-def claim_c4(l1_ours: Sequence[float], l1_dm: Sequence[float], l1_true: float, mmd_ours: Sequence[float],
+def claim_c3_sanity(arms: dict[str, Sequence[float]], threshold: float = 0.60) -> Claim:
+    """C3-sanity: the two C3 arms that hold by construction (review note 5): DM + sparsity without an anchor (every
+    non-identity candidate has TE >= 0.92) and OT (a coordinate-wise monotone Brenier map, TE = sqrt(pi/2))."""
+    parts = [median_decision(arms[k], threshold, ">=", label=k) for k in SANITY_ARMS]
+    d = stats.all_of(*parts, label="C3-sanity")
+    details = (f"{d.text()}. " + "; ".join(f"{k}: per seed {_fmt(_vals(arms[k]))}" for k in SANITY_ARMS)
+               + ". Holds by construction (review note 5): without an anchor nothing picks the identity among the "
+               "48 sparse candidates, and OT's map of independent coordinates is a cyclic permutation of y "
+               "(TE = sqrt(pi/2) ~ 1.25). Prototype: DM + sparsity [1.23, 1.22, 1.25], OT 1.20-1.22.")
+    return Claim("C3-sanity", "Sparsity without the anchor, and the OT (Brenier) map, return a wrong correspondence",
+                 "median TE over seeds", {"median_te": {k: p.estimate for k, p in zip(SANITY_ARMS, parts)}},
+                 f"every median TE >= {threshold}", decision=d, kind="sanity", details=details, paper=PAPER_FIGURE,
+                 per_seed=_vals(arms["ot"]))
+
+
+def claim_c4(l1_ours: Sequence[float], l1_dm: Sequence[float], l1_true: Sequence[float], mmd_ours: Sequence[float],
              mmd_dm: Sequence[float], mmd_floor: Sequence[float], rel_tol: float = 0.15, dm_factor: float = 1.3,
-             mmd_margin: float = 0.01) -> Claim:
-    """C4 (mechanism sanity): the learned map of C1 has mean l1/d within rel_tol of the truth's, DM's is
-    >= dm_factor x the truth's, and the final MMD^2 of C1's map <= DM's + mmd_margin (medians over seeds)."""
-    lo, ld, mo, md = map(_vals, (l1_ours, l1_dm, mmd_ours, mmd_dm))
-    med_lo, med_ld, med_mo, med_md = (float(np.median(v)) for v in (lo, ld, mo, md))
-    a = abs(med_lo - l1_true) <= rel_tol * l1_true
-    b = med_ld >= dm_factor * l1_true
-    c = med_mo <= med_md + mmd_margin
-    held = bool(a and b and c)
-    m, clo, chi = paired_ci(mo, md)
-    gap = [a_ - b_ for a_, b_ in zip(mo, md)]
-    mmd_note = (f"MMD part decidable (seed std of ours - DM <= its margin to +{mmd_margin})"
-                if seed_decidable(gap, mmd_margin) else
-                f"MMD part CANNOT DECIDE at this size: the per-seed gap ours - DM {_fmt(gap)} spreads more than its "
-                f"margin to +{mmd_margin}")
-    details = (f"mean l1/d of J: truth {l1_true:.3f}; ours per seed {_fmt(lo)} (median {med_lo:.3f}, "
-               f"{'within' if a else 'NOT within'} {rel_tol:.0%}); DM per seed {_fmt(ld)} (median {med_ld:.3f} = "
-               f"{med_ld / l1_true:.2f}x truth, needs >= {dm_factor}x). Final MMD^2 (sum of 4 RBF kernels, biased, "
-               f"n = 2000, one independent target sample per seed shared by all arms): ours {_fmt(mo)}, DM {_fmt(md)}, "
-               f"floor MMD^2(f*(X), Y') {_fmt(_vals(mmd_floor))}; paired ours - DM {m:.4f} [95% CI {clo:.4f}, "
-               f"{chi:.4f}]. The +{mmd_margin} margin is a ~12% global scale error, so it only catches gross breakage "
-               f"(review note 6). {mmd_note}. All three parts can fail. Prototype: l1/d 1.08-1.12 vs DM ~2.1; MMD^2 0.007-0.009 "
-               "vs 0.005-0.006.")
+             mmd_margin: float = 0.01, cost_per_seed_s: float | None = None) -> Claim:
+    """C4 (mechanism): per seed, the learned map of C1 has mean l1/d within rel_tol of the truth's (median ratio in
+    [1 - rel_tol, 1 + rel_tol]), DM's is >= dm_factor x the truth's (median ratio), and the final MMD^2 of C1's map
+    exceeds DM's by at most mmd_margin (mean paired gap ours - DM, paired t interval over seeds)."""
+    lo, ld, lt, mo, md = map(_vals, (l1_ours, l1_dm, l1_true, mmd_ours, mmd_dm))
+    if not (len(lo) == len(ld) == len(lt) == len(mo) == len(md)):
+        raise ValueError("l1_ours, l1_dm, l1_true, mmd_ours and mmd_dm must give one value per seed (same lengths)")
+    r_ours = [a / t for a, t in zip(lo, lt)]
+    r_dm = [a / t for a, t in zip(ld, lt)]
+    gap = [a - b for a, b in zip(mo, md)]
+    c = cost_per_seed_s
+    p_lo = median_decision(r_ours, 1 - rel_tol, ">=", label="l1 ratio >= 0.85", cost_per_seed_s=c)
+    p_hi = median_decision(r_ours, 1 + rel_tol, "<=", label="l1 ratio <= 1.15", cost_per_seed_s=c)
+    p_dm = median_decision(r_dm, dm_factor, ">=", label=f"DM l1 ratio >= {dm_factor}", cost_per_seed_s=c)
+    if len(gap) >= 2:
+        iv = stats.paired_t_interval(mo, md)
+    else:
+        iv = stats.t_interval(gap)
+    # a gap of MMD^2 values ~1e-2: the default 2 % resolution of 0.01 (2e-4) is below the seed-to-seed noise of
+    # the 2000-sample MMD^2 estimate (floor sd ~5e-4, review note 6), so resolve at 5e-4
+    p_mmd = stats.decide(float(np.mean(gap)), iv, mmd_margin, "<=", atol=5e-4, label=f"MMD^2 gap <= {mmd_margin}",
+                         cost_per_unit_s=c)
+    d = stats.all_of(p_lo, p_hi, p_dm, p_mmd, label="C4")
+    details = (f"{d.text()}. Mean l1/d of J: truth per seed {_fmt(lt)}; ours {_fmt(lo)} (ratio {_fmt(r_ours)}); DM "
+               f"{_fmt(ld)} (ratio {_fmt(r_dm)}). Final MMD^2 (sum of 4 RBF kernels, biased, n = 2000, one "
+               f"independent target sample per seed shared by all arms): ours {_fmt(mo)}, DM {_fmt(md)}, paired gap "
+               f"{_fmt(gap)}; floor MMD^2(f*(X), Y') {_fmt(_vals(mmd_floor))}. The +{mmd_margin} margin is a ~12 % "
+               "global scale error (review note 6). The plain l1 penalty shrinks the map (ratio < 1), which costs "
+               "marginal match; R6 reports the hinged penalty." + _medium_note(d, "10 seeds") + " All parts can "
+               "fail. Prototype: l1/d 1.08-1.12 vs DM ~2.1; MMD^2 0.007-0.009 vs 0.005-0.006.")
     return Claim("C4", "Sparsity buys alignment by choosing the sparse map, not by breaking the marginal match",
-                 "median mean-l1/d of the Jacobian and median final MMD^2",
-                 {"l1_true": l1_true, "l1_ours_median": med_lo, "l1_dm_median": med_ld, "mmd_ours_median": med_mo,
-                  "mmd_dm_median": med_md, "l1_within_tol": bool(a), "dm_l1_ratio_ok": bool(b), "mmd_ok": bool(c),
-                  "mmd_part_decidable": seed_decidable(gap, mmd_margin)},
-                 f"|l1 - {l1_true:.3f}| <= {rel_tol:.0%}; DM l1 >= {dm_factor}x truth; MMD^2 <= DM + {mmd_margin}",
-                 held, gate=True, details=details, paper="mechanism (spec section 2): the sparsity preference "
-                 "rules out non-permutation MPAs", per_seed=lo)
+                 "median l1/d ratio to the truth (ours, DM) and mean paired final-MMD^2 gap ours - DM",
+                 {"l1_ratio_ours_median": p_lo.estimate, "l1_ratio_dm_median": p_dm.estimate,
+                  "mmd_gap_mean": p_mmd.estimate, "mmd_ours": mo, "mmd_dm": md},
+                 f"l1 ratio in [{1 - rel_tol:.2f}, {1 + rel_tol:.2f}]; DM ratio >= {dm_factor}; MMD^2 gap <= "
+                 f"{mmd_margin}", decision=d, kind="gate", details=details,
+                 paper="mechanism (spec section 2): the sparsity preference rules out non-permutation MPAs",
+                 per_seed=r_ours)
 
 
-def report_claim(cid: str, statement: str, metric: str, measured, threshold: str, held: bool, details: str,
-                 paper: str, per_seed: Sequence[float] = ()) -> Claim:
-    """A report-only (gate=False) claim."""
-    return Claim(cid, statement, metric, measured, threshold, bool(held), gate=False, details=details, paper=paper,
-                 per_seed=_vals(per_seed))
+def report_claim(cid: str, statement: str, metric: str, measured, value: float, details: str, paper: str,
+                 per_seed: Sequence[float] = (), interval: stats.Interval | None = None) -> Claim:
+    """A number reported without a threshold (kind "report", verdict "measured")."""
+    return Claim(cid, statement, metric, measured, "report only", decision=stats.measured(float(value), interval),
+                 kind="report", details=details, paper=paper, per_seed=_vals(per_seed))
