@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from icml26.mepoi import (EmbedProbe, MEPOITrainer, make_city, make_windows, mixture_prior, popular_times,
                           transfer_gaussian)
 
-SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+SETTINGS = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                           HealthCheck.function_scoped_fixture])
 NUMBERS = st.one_of(st.integers(-3, 40), st.floats(-3, 40), st.sampled_from([float("nan"), float("inf"), "4", True]),
                     st.none())
@@ -86,7 +86,7 @@ _CITY = make_city(0, n_poi=30, n_agents=6, weeks=1)
 _X = np.random.default_rng(0).normal(size=(30, 4)).astype(np.float32)
 
 
-@settings(SETTINGS, max_examples=15)
+@settings(SETTINGS, max_examples=8)
 @given(key=st.sampled_from(["d", "heads", "layers", "window", "epochs", "tau", "lambda_kl", "min_visits", "bins",
                             "dropout", "lr", "batch_size", "sigmas_km", "optimizer", "seed", "absolute_time_days"]),
        value=st.one_of(NUMBERS, st.sampled_from([[], [0.5, -1], "adamw", (1.0,)])))

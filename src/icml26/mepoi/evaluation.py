@@ -1,7 +1,7 @@
 """The evaluation protocol shared by the CPU reproduction and the paper-scale path: probe jobs per (task, seed),
 5-fold cross-fitting for the long-tail check, the propagation ceiling of the world, summary tables and figures.
 
-Jobs are module-level functions of plain arguments so that `icml26.common.run_parallel` can ship them to worker
+Jobs are module-level functions of plain arguments so that `icml26.common.parallel.run_graph` can ship them to worker
 processes.
 """
 
@@ -14,7 +14,7 @@ import numpy as np
 
 from icml26.mepoi.probe import TASKS, EmbedProbe, make_splits
 
-__all__ = ["probe_task_job", "crossfit_job", "propagation_ceiling", "neighbour_usage", "prior_spread", "collect", "score_table", "figure_scores",
+__all__ = ["probe_task_job", "crossfit_job", "propagation_ceiling", "ceiling_tables", "ceiling_summary", "neighbour_usage", "prior_spread", "collect", "score_table", "figure_scores",
            "figure_map", "figure_losses"]
 
 Arm = tuple[str, Any, Any]  # (modality, text table or None, poi table or None)
@@ -142,14 +142,27 @@ def propagation_ceiling(y: np.ndarray, category_index: np.ndarray, prior: np.nda
     [category, propagated prior] and [category, true usage of the anchor neighbours] (`neighbours`, the ceiling
     of what propagation can add); the family chosen per fold on validation. Per-POI errors and the summary on
     POIs with 1-5 visits."""
+    tables = ceiling_tables(category_index, prior, neighbours)
+    res = crossfit_job(seed, y, tables, probe_params, families={k: tuple(families) for k in tables})
+    return ceiling_summary(res["errs"], visit_counts)
+
+
+def ceiling_tables(category_index: np.ndarray, prior: np.ndarray, neighbours: np.ndarray | None = None
+                   ) -> dict[str, np.ndarray]:
+    """The inputs of `propagation_ceiling`: [category one-hot], [category, prior], [category, true neighbours]."""
     onehot = np.eye(int(category_index.max()) + 1)[category_index].astype(np.float32)
     tables = {"cat": onehot, "cat+prior": np.concatenate([onehot, prior], 1).astype(np.float32)}
     if neighbours is not None:
         tables["cat+true_neighbours"] = np.concatenate([onehot, neighbours], 1).astype(np.float32)
-    res = crossfit_job(seed, y, tables, probe_params, families={k: tuple(families) for k in tables})
+    return tables
+
+
+def ceiling_summary(errs: Mapping[str, np.ndarray], visit_counts: np.ndarray) -> dict[str, Any]:
+    """Mean cross-fitted error per ceiling table on POIs with 1-5 visits, their number and the per-POI errors.
+    (Cross-fitting is per table, so the tables can be cross-fitted in separate jobs with the same result.)"""
     m = (visit_counts >= 1) & (visit_counts <= 5)
-    out: dict[str, Any] = {k: float(v[m].mean()) for k, v in res["errs"].items()}
-    out.update({"n": int(m.sum()), "errs": res["errs"]})
+    out: dict[str, Any] = {k: float(v[m].mean()) for k, v in errs.items()}
+    out.update({"n": int(m.sum()), "errs": dict(errs)})
     return out
 
 

@@ -29,7 +29,6 @@ from typing import Any
 
 import numpy as np
 
-from icml26.common import run_parallel
 from icml26.common.validation import check_bool, check_choice, check_float, check_int, check_seed, require_keys
 from icml26.results import Claim, Result
 
@@ -52,14 +51,14 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "small": {"seed": 0, "seeds": [0, 1, 2], "world": "auto", "n_poi": 1500, "n_agents": 800, "weeks": 4,
               "text_encoder": "minilm", "text_model": "", "n_neighbors": 5, "paired_training": False,
               "ablation_no_abs_time": False, "skipgram": False, "n_boot": 1000, "workers": 2, "device": "cpu",
-              **_MODEL, **{f"probe_{k}": v for k, v in _PROBE.items()}},
+              "extra_arms": False, **_MODEL, **{f"probe_{k}": v for k, v in _PROBE.items()}},
     # issue 30/32: what small cannot decide. The same experiment with 6 seeds, each with its own pair of ME-POI
     # trainings (training noise inside the interval, twice the test POIs of small); ~20-25 min on 2 CPU cores,
     # faster on CUDA ("device": "auto" trains there when one is present)
     "medium": {"seed": 0, "seeds": [0, 1, 2, 3, 4, 5], "world": "auto", "n_poi": 1500, "n_agents": 800, "weeks": 4,
                "text_encoder": "minilm", "text_model": "", "n_neighbors": 5, "paired_training": True,
                "ablation_no_abs_time": False, "skipgram": False, "n_boot": 1000, "workers": 2, "device": "auto",
-               **_MODEL, **{f"probe_{k}": v for k, v in _PROBE.items()}},
+               "extra_arms": True, **_MODEL, **{f"probe_{k}": v for k, v in _PROBE.items()}},
     # spec section 7 (not run in CI): the user's visit/POI/label parquet tables, multi-GPU DDP training under
     # torchrun (icml26.mepoi.scale), paper model sizes, Adafactor, 50 epochs, N_min = 500, 5 seeds.
     "paper": {"seed": 0, "seeds": [0, 1, 2, 3, 4], "world": "parquet", "visits_path": "", "pois_path": "",
@@ -85,6 +84,9 @@ CONFIG_HELP: dict[str, str] = {
     "paired_training": "train one ME-POI pair (lambda_kl 1 and 0) per seed (else once, seed 0)",
     "ablation_no_abs_time": "also train use_absolute_time=False (seed 0) and report its probes",
     "skipgram": "also train the POI2Vec-style skip-gram baseline (report only)",
+    "extra_arms": "also probe the report-only controls: hand-crafted statistics on T1/T3, the random table on T3, "
+                  "the lambda_kl = 0 table on T3 (false at small for the 5-minute budget; C3 cross-fits lambda 0 "
+                  "either way)",
     "n_boot": "bootstrap resamples for the paired intervals", "workers": "parallel single-thread processes",
     "d": "model width", "layers": "Transformer layers", "heads": "attention heads", "ffn": "feed-forward width",
     "dropout": "Transformer dropout", "window": "visits per window (W)", "batch_size": "windows per step",
@@ -138,7 +140,7 @@ def validate_config(config: dict[str, Any]) -> None:
     if config["text_encoder"] == "st" and not config.get("text_model"):
         raise ValueError("text_encoder='st' needs text_model (a sentence-transformers folder or id)")
     check_int(config["n_neighbors"], "n_neighbors", min=0, max=50)
-    for k in ("paired_training", "ablation_no_abs_time", "skipgram", "use_absolute_time", "keep_tail"):
+    for k in ("paired_training", "ablation_no_abs_time", "skipgram", "use_absolute_time", "keep_tail", "extra_arms"):
         if k in config:
             check_bool(config[k], k)
     check_int(config["n_boot"], "n_boot", min=10, max=100_000)
@@ -233,16 +235,18 @@ def text_job(prompts: list[str], encoder: str, model: str) -> dict[str, Any]:
             "cache_misses": getattr(enc, "misses", len(prompts))}
 
 
-def train_job(visits, pois, params: dict[str, Any], tag: str, measure_encode: bool = False) -> dict[str, Any]:
-    """Phase-1 job: one ME-POI training; returns the table, training stats and (optionally) the inference
-    throughput of the visit encoder."""
+def train_job(visits, pois, params: dict[str, Any], tag: str, measure_encode: bool = False,
+              priors: Any = None) -> dict[str, Any]:
+    """Phase-1 job: one ME-POI training (on `priors` when given: the same deterministic priors every training
+    would build from the visits); returns the table, training stats and (optionally) the inference throughput of
+    the visit encoder."""
     import torch
 
     from icml26.mepoi.model import MEPOITrainer
 
     torch.set_num_threads(1)
     t0 = time.perf_counter()
-    tr = MEPOITrainer(**params).fit(visits, pois)
+    tr = MEPOITrainer(**params).fit(visits, pois, priors=priors)
     out = {"kind": "train", "tag": tag, "emb": tr.embeddings_, "fit_s": time.perf_counter() - t0,
            "epoch_s": tr.epoch_time_s_, "train_visits_per_s": tr.visits_per_s_, "n_windows": tr.n_windows_,
            "n_dropped": tr.n_dropped_visits_, "n_anchors": int(tr.priors_.is_anchor.sum()),
@@ -269,18 +273,15 @@ def skipgram_job(visits, pois, d: int, seed: int) -> dict[str, Any]:
     return {"kind": "skipgram", "emb": sg.embeddings_, "time_s": time.perf_counter() - t0}
 
 
-def _phase1(kind: str, **kw: Any) -> dict[str, Any]:
-    return {"text": text_job, "train": train_job, "skipgram": skipgram_job}[kind](**kw)
+def _work(kind: str, **kw: Any) -> dict[str, Any]:
+    """The one worker function of the run's job graph."""
+    from icml26.mepoi.evaluation import crossfit_job, probe_task_job
 
-
-def _phase2(kind: str, **kw: Any) -> dict[str, Any]:
-    from icml26.mepoi.evaluation import crossfit_job, probe_task_job, propagation_ceiling
-
+    if kind in ("text", "train", "skipgram"):
+        return {"text": text_job, "train": train_job, "skipgram": skipgram_job}[kind](**kw)
     if kind == "probe":
         return {"kind": kind, **probe_task_job(**kw)}
-    if kind == "crossfit":
-        return {"kind": kind, **crossfit_job(**kw)}
-    return {"kind": kind, **propagation_ceiling(**kw)}
+    return {"kind": kind, **crossfit_job(**kw)}
 
 
 # ---------------------------------------------------------------------------------------------- run
@@ -297,9 +298,17 @@ def run(config: dict[str, Any]) -> Result:
 
 
 def run_cpu(config: dict[str, Any], scale: str) -> Result:
+    """The CPU reproduction as one dependency graph on `workers` single-thread processes: the text encoding (two
+    halves), the ME-POI trainings, every probe (one job per task, seed and arm), the cross-fitting and the
+    propagation ceiling. A job starts as soon as its inputs exist (the category, hand-crafted and random-table
+    probes and the ceiling need no training; a MiniLM arm waits only for the text), so no worker idles at a stage
+    barrier. Every job is seeded on its own: the results do not depend on the schedule."""
+    from icml26.common.parallel import run_graph
     from icml26.mepoi.baselines import handcrafted_mobility, random_embeddings
-    from icml26.mepoi.data import POITable
-    from icml26.mepoi.evaluation import neighbour_usage, prior_spread
+    from icml26.mepoi.data import POITable, VisitTable
+    from icml26.mepoi.evaluation import ceiling_summary, ceiling_tables, neighbour_usage, prior_spread
+    from icml26.mepoi.model import MEPOITrainer
+    from icml26.mepoi.synth import TASKS as TASK_NAMES
     from icml26.mepoi.text import build_prompts
 
     t_start = time.perf_counter()
@@ -317,94 +326,155 @@ def run_cpu(config: dict[str, Any], scale: str) -> Result:
     prompts = build_prompts(pois, int(config["n_neighbors"]))
     P = POITable.from_frame(pois)
     n = len(pois)
-
-    # ---- phase 1: text encoding (split in two so that both workers share it) and the ME-POI trainings
-    jobs: list[dict[str, Any]] = []
-    train_seeds = seeds if config["paired_training"] else seeds[:1]
     lam = float(config["lambda_kl"])
-    for i, s in enumerate(train_seeds):
-        for lk in (lam, 0.0):
-            jobs.append({"kind": "train", "visits": visits, "pois": pois, "tag": f"lambda{lk:g}_seed{s}",
-                         "params": trainer_params(config, seed=s, lambda_kl=lk), "measure_encode": i == 0 and lk > 0})
-    if config["ablation_no_abs_time"]:
-        jobs.append({"kind": "train", "visits": visits, "pois": pois, "tag": f"noabs_seed{seeds[0]}",
-                     "params": trainer_params(config, seed=seeds[0], use_absolute_time=False)})
-    if config["skipgram"]:
-        jobs.append({"kind": "skipgram", "visits": visits, "pois": pois, "d": int(config["d"]), "seed": seeds[0]})
-    n_chunks = 2 if int(config["workers"]) > 1 and n > 100 else 1
-    cut = np.linspace(0, n, n_chunks + 1).astype(int)
-    for c in range(n_chunks):
-        jobs.append({"kind": "text", "prompts": prompts[cut[c]:cut[c + 1]], "encoder": config["text_encoder"],
-                     "model": config.get("text_model", "")})
-    t1 = time.perf_counter()
-    out1 = run_parallel(_phase1, jobs, workers=int(config["workers"]), desc=f"{SLUG}: text + ME-POI training")
-    t_phase1 = time.perf_counter() - t1
-    texts = [o for o in out1 if o["kind"] == "text"]
-    text = {"emb": np.concatenate([o["emb"] for o in texts]), "time_s": float(sum(o["time_s"] for o in texts)),
-            "name": texts[0]["name"], "cache_misses": int(sum(o["cache_misses"] for o in texts))}
-    trains = {o["tag"]: o for o in out1 if o["kind"] == "train"}
-    E1 = {s: trains[f"lambda{lam:g}_seed{s if config['paired_training'] else seeds[0]}"]["emb"] for s in seeds}
-    E0 = {s: trains[f"lambda0_seed{s if config['paired_training'] else seeds[0]}"]["emb"] for s in seeds}
-    first = trains[f"lambda{lam:g}_seed{seeds[0]}"]
-    counts = first["visit_counts"]
+    paired = bool(config["paired_training"])
+    train_seeds = seeds if paired else seeds[:1]
+    # the usage priors depend on the visits and the anchor / kernel settings only (not on the seed or lambda):
+    # built once here, handed to every training and to the ceiling, which can then start before any training
+    priors = MEPOITrainer(**trainer_params(config, seed=seeds[0])).build_priors(VisitTable.from_frame(visits, P), P)
+    counts = priors.visit_counts
     sparse = counts <= 5
-    T = text["emb"]
+    prior_mean = priors.transfer.mean(1)
+    prior_mean[priors.is_anchor] = priors.curves[priors.is_anchor]
     CAT = np.eye(len(P.categories), dtype=np.float32)[P.category_index]
     R = random_embeddings(n, int(config["d"]), seed=12345)
     H = handcrafted_mobility(visits, pois)
-    SG = next((o["emb"] for o in out1 if o["kind"] == "skipgram"), None)
-    NA = trains.get(f"noabs_seed{seeds[0]}", {}).get("emb")
     latlon = pois[["lat", "lon"]].to_numpy(float)
-    neigh = neighbour_usage(latlon, labels["busyness"], first["is_anchor"], tuple(config["sigmas_km"]))
-    spread = prior_spread(first["transfer"], first["curves"], first["is_anchor"])
-
-    # ---- phase 2: probes (MLP and linear per arm, chosen on validation), cross-fitting, ceiling
+    neigh = neighbour_usage(latlon, labels["busyness"], priors.is_anchor, tuple(config["sigmas_km"]))
+    spread = prior_spread(priors.transfer, priors.curves, priors.is_anchor)
     pp = {k[len("probe_"):]: config[k] for k in config if k.startswith("probe_")}
-    from icml26.mepoi.synth import TASKS as TASK_NAMES
+
+    jobs: dict[Any, Any] = {}
+    deps: dict[Any, list] = {}
+    for i, s in enumerate(train_seeds):
+        for lk in (lam, 0.0):
+            jobs[("train", f"lambda{lk:g}_seed{s}")] = {
+                "kind": "train", "visits": visits, "pois": pois, "tag": f"lambda{lk:g}_seed{s}", "priors": priors,
+                "params": trainer_params(config, seed=s, lambda_kl=lk), "measure_encode": i == 0 and lk > 0}
+    if config["ablation_no_abs_time"]:
+        jobs[("train", f"noabs_seed{seeds[0]}")] = {
+            "kind": "train", "visits": visits, "pois": pois, "tag": f"noabs_seed{seeds[0]}", "priors": priors,
+            "params": trainer_params(config, seed=seeds[0], use_absolute_time=False)}
+    if config["skipgram"]:
+        jobs[("skipgram",)] = {"kind": "skipgram", "visits": visits, "pois": pois, "d": int(config["d"]),
+                               "seed": seeds[0]}
+    n_chunks = 2 if int(config["workers"]) > 1 and n > 100 else 1
+    cut = np.linspace(0, n, n_chunks + 1).astype(int)
+    text_keys = [("text", c) for c in range(n_chunks)]
+    for c, k in enumerate(text_keys):
+        jobs[k] = {"kind": "text", "prompts": prompts[cut[c]:cut[c + 1]], "encoder": config["text_encoder"],
+                   "model": config.get("text_model", "")}
+
+    def tkey(s: int, lk: float) -> tuple:
+        return ("train", f"lambda{lk:g}_seed{s if paired else seeds[0]}")
+
+    def text_of(inp: dict) -> np.ndarray:
+        return np.concatenate([inp[k]["emb"] for k in text_keys])
+
+    # an arm: (modality, where its text table comes from, where its poi table comes from)
+    def arm_spec(arm: str, s: int) -> tuple[str, Any, Any]:
+        return {"category": ("text", "cat", None), "minilm": ("text", "minilm", None), "poi": ("poi", None, tkey(s, lam)),
+                "category+poi": ("both", "cat", tkey(s, lam)), "minilm+poi": ("both", "minilm", tkey(s, lam)),
+                "hand": ("poi", None, "hand"), "random": ("poi", None, "random"), "poi_lambda0": ("poi", None, tkey(s, 0.0)),
+                "skipgram": ("poi", None, ("skipgram",)), "poi_noabs": ("poi", None, ("train", f"noabs_seed{seeds[0]}"))}[arm]
+
+    static = {"cat": CAT, "hand": H, "random": R}
+
+    def table(src: Any, inp: dict) -> np.ndarray | None:
+        if src is None:
+            return None
+        if src == "minilm":
+            return text_of(inp)
+        return static[src] if isinstance(src, str) else inp[src]["emb"]
+
+    def src_deps(src: Any) -> list:
+        if src is None or src in static:
+            return []
+        return list(text_keys) if src == "minilm" else [src]
 
     gate_arms = ("category", "minilm", "poi", "category+poi", "minilm+poi")
-    jobs2: list[dict[str, Any]] = []
+    extra = bool(config.get("extra_arms", True))
+    probe_keys = []
     for s in seeds:
-        base = {"category": ("text", CAT, None), "minilm": ("text", T, None), "poi": ("poi", None, E1[s]),
-                "category+poi": ("both", CAT, E1[s]), "minilm+poi": ("both", T, E1[s])}
         for task in TASK_NAMES:
-            arms = dict(base)
-            if task != "price":
-                arms["hand"] = ("poi", None, H)
-            if task in ("busyness", "function"):
-                arms["random"] = ("poi", None, R)
-            if task == "busyness":
-                arms["poi_lambda0"] = ("poi", None, E0[s])
-            if SG is not None:
-                arms["skipgram"] = ("poi", None, SG)
-            if NA is not None and s == seeds[0]:
-                arms["poi_noabs"] = ("poi", None, NA)
-            jobs2.append({"kind": "probe", "task": task, "seed": s, "y": labels[task], "arms": arms,
-                          "sparse": sparse, "probe_params": pp, "keep_preds": gate_arms})
-    jobs2.append({"kind": "ceiling", "y": labels["busyness"], "category_index": P.category_index,
-                  "prior": first["prior_mean"].astype(np.float32), "visit_counts": counts, "probe_params": pp,
-                  "neighbours": neigh})
-    t2 = time.perf_counter()
-    res2 = run_parallel(_phase2, sorted(jobs2, key=lambda j: j.get("task") != "opening_hours"),
-                        workers=int(config["workers"]), desc=f"{SLUG}: probes")
-    probes = [o for o in res2 if o["kind"] == "probe"]
-    # C3's cross-fitting uses the probe family chosen on validation for the ME-POI table's busyness probe
-    fam = {o["seed"]: o["chosen"]["poi"] for o in probes if o["task"] == "busyness"}
-    jobs3 = [{"kind": "crossfit", "seed": s, "y": labels["busyness"], "tables": {"lambda1": E1[s], "lambda0": E0[s]},
-              "probe_params": pp, "families": {"lambda1": (fam[s],), "lambda0": (fam[s],)}} for s in seeds]
-    res3 = run_parallel(_phase2, jobs3, workers=int(config["workers"]), desc=f"{SLUG}: cross-fitting")
-    t_phase2 = time.perf_counter() - t2
+            arms = list(gate_arms)
+            # the hand-crafted statistics stay where a claim reads them (closure: R-closure's positive control;
+            # function: next to S1), the random table where S1 gates on it; the report-only rest needs extra_arms
+            if task in ("closure", "function") or (extra and task != "price"):
+                arms.append("hand")
+            if task == "function" or (extra and task == "busyness"):
+                arms.append("random")
+            if task == "busyness" and extra:
+                arms.append("poi_lambda0")
+            if config["skipgram"]:
+                arms.append("skipgram")
+            if config["ablation_no_abs_time"] and s == seeds[0]:
+                arms.append("poi_noabs")
+            for arm in arms:
+                key = ("probe", s, task, arm)
+                mod, ts, ps = arm_spec(arm, s)
+
+                def make(inp, task=task, s=s, arm=arm, mod=mod, ts=ts, ps=ps):
+                    return {"kind": "probe", "task": task, "seed": s, "y": labels[task], "sparse": sparse,
+                            "arms": {arm: (mod, table(ts, inp), table(ps, inp))}, "probe_params": pp,
+                            "keep_preds": gate_arms}
+
+                jobs[key], deps[key] = make, src_deps(ts) + src_deps(ps)
+                probe_keys.append(key)
+    # C3: 5-fold cross-fitting of the lambda 1 and lambda 0 tables with the probe family chosen on validation for
+    # the ME-POI table's busyness probe of the seed
+    for s in seeds:
+        for name, lk in (("lambda1", lam), ("lambda0", 0.0)):
+            def make(inp, s=s, name=name, lk=lk):
+                fam = inp[("probe", s, "busyness", "poi")]["chosen"]["poi"]
+                return {"kind": "crossfit", "seed": s, "y": labels["busyness"], "tables": {name: inp[tkey(s, lk)]["emb"]},
+                        "probe_params": pp, "families": {name: (fam,)}}
+
+            jobs[("crossfit", s, name)] = make
+            deps[("crossfit", s, name)] = [("probe", s, "busyness", "poi"), tkey(s, lk)]
+    # review note 6 / issue 32: the propagation ceiling, one cross-fitting job per table
+    ctabs = ceiling_tables(P.category_index, prior_mean.astype(np.float32), neigh)
+    for name, tab in ctabs.items():
+        jobs[("ceiling", name)] = {"kind": "crossfit", "seed": 0, "y": labels["busyness"], "tables": {name: tab},
+                                   "probe_params": pp, "families": {name: ("mlp", "linear")}}
+
+    order = {"train": 0, "skipgram": 1, "text": 1, "crossfit": 2, "ceiling": 4, "probe": 5}
+
+    def priority(k: tuple) -> tuple:
+        if k[0] == "probe":  # the probe that unlocks a seed's cross-fitting first; heavy outputs (168 bits) early
+            return (3,) if (k[2], k[3]) == ("busyness", "poi") else (5, k[2] != "opening_hours")
+        return (order[k[0]],)
+
+    schedule: list[dict[str, Any]] = []
+    t1 = time.perf_counter()
+    out = run_graph(_work, jobs, deps, workers=int(config["workers"]), priority=priority, schedule=schedule,
+                    desc=f"{SLUG}: text, ME-POI trainings, probes")
+    t_graph = time.perf_counter() - t1
+    texts = [out[k] for k in text_keys]
+    text = {"emb": np.concatenate([o["emb"] for o in texts]), "time_s": float(sum(o["time_s"] for o in texts)),
+            "name": texts[0]["name"], "cache_misses": int(sum(o["cache_misses"] for o in texts))}
+    trains = {k[1]: o for k, o in out.items() if k[0] == "train"}
+    probes = [out[k] for k in probe_keys]
+    cross = [{"kind": "crossfit", "seed": s, "errs": {name: out[("crossfit", s, name)]["errs"][name]
+                                                     for name in ("lambda1", "lambda0")}} for s in seeds]
+    ceil = {"kind": "ceiling", **ceiling_summary({k: out[("ceiling", k)]["errs"][k] for k in ctabs}, counts)}
+    first = trains[f"lambda{lam:g}_seed{seeds[0]}"]
+    first.update({"visit_counts": counts, "is_anchor": priors.is_anchor, "prior_mean": prior_mean})
 
     last = H[:, -1]
     from icml26.mepoi.probe import auroc_columns
 
     last_seen = float(auroc_columns(labels["closure"], -last))
+    busy = {kind: 0.0 for kind in order}
+    for r in schedule:
+        busy[r["job"][0]] += r["end_s"] - r["start_s"]
     # 2-core wall time of one more seed with its own lambda pair (medium): its two trainings and its probes
     pair_s = sum(trains[f"{t}_seed{seeds[0]}"]["fit_s"] for t in (f"lambda{lam:g}", "lambda0"))
-    per_seed_s = (pair_s + t_phase2 * int(config["workers"]) / len(seeds)) / 2
-    result = assemble(config, scale, world, why, pois, visits, labels, text, trains, res2 + res3, seeds, counts,
-                      {"world_s": t_world, "phase1_s": t_phase1, "phase2_s": t_phase2}, spread=spread,
-                      last_seen_auroc=last_seen, seed_cost_s=per_seed_s)
+    per_seed_s = (pair_s + (busy["probe"] + busy["crossfit"]) / len(seeds)) / 2
+    timing = {"world_s": t_world, "graph_s": t_graph, "job_s": busy,
+              "train_and_text_done_s": max(r["end_s"] for r in schedule if r["job"][0] in ("train", "text"))}
+    result = assemble(config, scale, world, why, pois, visits, labels, text, trains, probes + cross + [ceil], seeds,
+                      counts, timing, spread=spread, last_seen_auroc=last_seen, seed_cost_s=per_seed_s)
     result.runtime_s = time.perf_counter() - t_start
     result.metrics["timing"]["total_s"] = result.runtime_s
     return result

@@ -290,13 +290,21 @@ class CachedEncoder:
             vecs = np.asarray(self.encoder.encode([t for _, t in todo]), np.float32)
             if vecs.ndim != 2 or vecs.shape[0] != len(todo):
                 raise ValueError(f"encoder {self.name!r} returned shape {vecs.shape} for {len(todo)} texts")
-            cache.update({k: v for (k, _), v in zip(todo, vecs)})
+            new = {k: v for (k, _), v in zip(todo, vecs)}
+            cache.update(new)
+            import fcntl
             import io
 
-            buf = io.BytesIO()
-            allk = list(cache)
-            np.savez(buf, keys=np.array(allk), vectors=np.stack([cache[k] for k in allk]).astype(np.float32))
-            atomic_write_bytes(self.path, buf.getvalue())
+            # parallel encoders of one run (e.g. two halves of the prompts) share the file: re-read it under an
+            # exclusive lock and write the union, or the last writer would drop the others' vectors
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path.with_suffix(".lock"), "w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                merged = {**self._read(), **new}
+                buf = io.BytesIO()
+                allk = list(merged)
+                np.savez(buf, keys=np.array(allk), vectors=np.stack([merged[k] for k in allk]).astype(np.float32))
+                atomic_write_bytes(self.path, buf.getvalue())
         if not texts:
             return np.zeros((0, self.dim), np.float32)
         return np.stack([cache[k] for k in keys]).astype(np.float32)
