@@ -10,8 +10,10 @@ map-enrichment tasks for two text controls (category one-hot, MiniLM) alone and 
 re-draws the 60/20/20 split and the probes; small trains one ME-POI model per lambda_kl (1 and 0), `medium`
 one per seed (review note 8).
 
-Phase 1 runs as parallel single-thread jobs (text encoding in one process while ME-POI trains in the other,
-review note 1); phase 2 runs the probes as parallel jobs. Claims: `icml26.mepoi.claims`.
+Everything runs as one dependency graph of single-thread jobs on `workers` processes (review note 1): the text
+encoding (two halves), the trainings, one probe job per task, seed and arm, the cross-fitting and the ceiling; a
+job starts once its inputs exist. At small the report-only control arms are off (`extra_arms`, on at medium) for
+the 5-minute budget. Claims: `icml26.mepoi.claims`.
 
 Deviations (also in docs/mepoi.md): the POI table is initialised N(0, 0.1^2) instead of nn.Embedding's N(0, 1)
 (`embedding_init_std`; with N(0, 1), AdamW at lr 1e-3 moves each coordinate by at most ~0.2 in 8 epochs and the
