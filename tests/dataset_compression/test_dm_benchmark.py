@@ -90,10 +90,85 @@ def test_storage_is_equal_across_methods_at_equal_ipc(digits):
     dm = DistributionMatching(ipc=1, iters=1).fit(X, y)
     rnd = _random_set(digits)
     sizes = {storage_bytes(s)["image_bytes"] for s in (pca, dm, rnd)}
-    assert sizes == {10 * 16 * 16}
+    assert sizes == {10 * 16 * 16 * 4}  # float32 tensors: 4 bytes per stored value
+    assert {storage_bytes(s, pixel_bytes=1)["image_bytes"] for s in (pca, dm, rnd)} == {10 * 16 * 16}
     hard, soft = storage_bytes(rnd), storage_bytes(rnd, label_mode="soft", soft_label_steps=400, batch_size=64)
     assert soft["label_bytes"] - hard["label_bytes"] == 400 * 64 * 10 * 4
-    assert storage_bytes(rnd, pixel_bytes=4)["image_bytes"] == 4 * hard["image_bytes"]
+    assert storage_bytes(rnd, pixel_bytes=1)["image_bytes"] * 4 == hard["image_bytes"]
+
+
+def test_storage_follows_the_stored_dtype(digits):
+    """Issue 39: storage_bytes counted one byte per pixel whatever the dtype."""
+    X8 = (digits["X"][:10] * 255).round().to(torch.uint8)
+    y = torch.arange(10)
+    u8, f32 = CompressedSet(X8, y), CompressedSet(digits["X"][:10], y)
+    f16 = CompressedSet(digits["X"][:10].half(), y)
+    assert u8.stored_dtype == torch.uint8 and float(u8.images.max()) <= 1.0  # 8-bit pictures read as value / 255
+    assert torch.allclose(u8.images, digits["X"][:10], atol=1 / 255)
+    assert [storage_bytes(c)["image_bytes"] for c in (u8, f16, f32)] == [2560, 2 * 2560, 4 * 2560]
+    assert storage_bytes(CompressedSet(X8.numpy(), y))["image_bytes"] == 2560
+    assert storage_bytes(CompressedSet(digits["X"][:10], y, stored_dtype=torch.uint8))["image_bytes"] == 2560
+    with pytest.raises(TypeError, match="stored_dtype"):
+        CompressedSet(X8, y, stored_dtype="uint8")
+
+
+@pytest.mark.parametrize("augment", [None, "auto", "module"])
+def test_evaluate_refuses_a_test_set_at_another_resolution(digits, augment):
+    """Issue 39: augment=None with 8x8 test images crashed deep in the model; every augment setting is checked."""
+    from icml26.dataset_compression import RandomResizedCrop
+
+    cs = _random_set(digits)
+    aug = RandomResizedCrop(16, scale=(0.5, 1.0)) if augment == "module" else augment
+    with pytest.raises(ValueError, match="X_test"):
+        evaluate(cs, digits["half"][:50], digits["y"][:50], augment=aug, steps=1)
+    # a crop that outputs the test resolution is fine: train 16x16 stored images on 8x8 crops, test at 8x8
+    if augment == "module":
+        r = evaluate(cs, digits["half"][:50], digits["y"][:50], augment=RandomResizedCrop(8, scale=(0.5, 1.0)),
+                     steps=2, model_factory=lambda: nn.Sequential(nn.Flatten(), nn.Linear(64, 10)))
+        assert 0.0 <= r["acc"] <= 1.0
+    else:
+        assert 0.0 <= evaluate(cs, digits["X_test"], digits["y_test"], augment=aug, steps=2)["acc"] <= 1.0
+
+
+def test_dm_pca_and_selectors_refuse_pixels_outside_unit_range(digits):
+    """Issue 39: DM silently clipped 0-255 images to [0, 1]; PCA and the selectors took them without a word."""
+    from icml26.dataset_compression import CCSSelector, HerdingSelector, ScoreSelector
+
+    X255, y = digits["X"] * 255, digits["y"]
+    X8 = X255.round().to(torch.uint8)
+    scores = np.zeros(len(y))
+    for bad in (X255, X8):
+        with pytest.raises(ValueError, match=r"X must hold pixel values in \[0, 1\].*255"):
+            DistributionMatching(ipc=1, iters=1).fit(bad, y)
+        with pytest.raises(ValueError, match=r"X must hold pixel values in \[0, 1\]"):
+            PCACompressor(ipc=1).fit(bad, y, scores=scores)
+        for sel in (RandomSelector(0), HerdingSelector()):
+            with pytest.raises(ValueError, match=r"X must hold pixel values"):
+                sel.fit(bad, y)
+        for sel in (ScoreSelector("el2n"), CCSSelector("el2n")):
+            with pytest.raises(ValueError, match=r"X must hold pixel values"):
+                sel.fit(bad, y, scores=scores)
+    with pytest.raises(ValueError, match="tiles must hold pixel values"):
+        PCACompressor(ipc=1).fit(digits["X"], y, scores=scores, tiles=digits["half"] * 255)
+    # a DM with another clip range takes images in that range; clip=None takes any finite images
+    dm = DistributionMatching(ipc=1, iters=2, clip=(0.0, 255.0)).fit(X255, y)
+    assert float(dm.images_.max()) <= 255.0
+    DistributionMatching(ipc=1, iters=1, clip=None).fit(X255 - 100, y)
+
+
+def test_pca_takes_a_precomputed_selection_such_as_herding(digits):
+    from icml26.dataset_compression import HerdingSelector
+
+    X, y = digits["X"], digits["y"]
+    idx = HerdingSelector().fit(X, y).select(4)
+    pca = PCACompressor(ipc=1, metric="random").fit(X, y, tiles=digits["half"], indices=idx)
+    assert np.array_equal(pca.selected_indices_, idx) and pca.scores_ is None
+    assert np.array_equal(pca.tile_indices_.ravel(), idx)  # herding pick order is the tile order
+    assert torch.equal(pca.canvases_[0, :, :8, :8], digits["half"][idx[0]])
+    with pytest.raises(ValueError, match="indices"):
+        PCACompressor(ipc=1).fit(X, y, indices=idx[:-1])
+    with pytest.raises(ValueError, match="indices"):
+        PCACompressor(ipc=1).fit(X, y, indices=idx[::-1])  # not grouped by class
 
 
 def test_evaluator_input_errors(digits):

@@ -31,7 +31,7 @@ from sklearn.base import BaseEstimator
 from icml26.common.validation import check_array, check_choice, check_float, check_int, check_seed
 from icml26.dataset_compression.benchmark import CompressedSet
 from icml26.dataset_compression.models import ModelFactory, make_model, mlp_embedding_factory
-from icml26.dataset_compression.scoring import SCORERS, DIFFICULTY_SIGN, check_images
+from icml26.dataset_compression.scoring import SCORERS, DIFFICULTY_SIGN, check_images, check_pixel_range
 from icml26.dataset_compression.selection import (
     DEFAULT_EPOCHS,
     METRICS,
@@ -52,6 +52,7 @@ class RandomSelector(BaseEstimator):
 
     def fit(self, X, y) -> RandomSelector:
         check_seed(self.random_state, "random_state")
+        check_pixel_range(check_images(X), "X")
         _, self.n_classes_, self._by_class = fit_labels(X, y)
         self.class_sizes_ = [len(i) for i in self._by_class]
         self.scores_ = None
@@ -83,7 +84,7 @@ class HerdingSelector(BaseEstimator):
     def fit(self, X, y) -> HerdingSelector:
         if self.feature_fn is not None and not callable(self.feature_fn):
             raise TypeError(f"feature_fn must be callable or None, got {type(self.feature_fn).__name__}")
-        x = check_images(X)
+        x = check_pixel_range(check_images(X), "X")
         _, self.n_classes_, self._by_class = fit_labels(x, y)
         if self.feature_fn is None:
             feats = x.flatten(1)
@@ -146,6 +147,7 @@ class CCSSelector(BaseEstimator):
 
     def fit(self, X, y, scores=None) -> CCSSelector:
         self._check_params()
+        check_pixel_range(check_images(X), "X")
         yy, self.n_classes_, self._by_class = fit_labels(X, y)
         if scores is None:
             kw = dict(model_factory=self.model_factory, random_state=self.random_state,
@@ -209,7 +211,8 @@ class DistributionMatching(BaseEstimator):
             seed random_state * 100003 + iteration); default the 2-layer ReLU MLP of width 128.
         init: "real" (random real images of the class; all of them, in index order, when ipc = class size) or
             "noise" (uniform [0, 1]).
-        clip: (lo, hi) pixel range enforced after every step, or None (default (0, 1)).
+        clip: (lo, hi) pixel range enforced after every step, or None (default (0, 1)); X must already lie in
+            it (a ValueError otherwise: 0..255 images would be squashed into [0, 1] by the first clip).
         random_state: seeds initialisation, real batches and embeddings.
     Attributes after `fit`: `images_` (K * ipc, C, H, W), `labels_`, `loss_history_` (iters,), `compressed_`.
     """
@@ -239,7 +242,13 @@ class DistributionMatching(BaseEstimator):
 
     def fit(self, X, y) -> DistributionMatching:
         self._check_params()
+        # DM clips its pixels to `clip` after every step: 0..255 images would be silently squashed into [0, 1]
         x = check_images(X)
+        if self.clip is not None:
+            try:
+                check_pixel_range(x, "X", low=float(self.clip[0]), high=float(self.clip[1]))
+            except ValueError as e:
+                raise ValueError(f"{e} (DM's clip={tuple(self.clip)}; pass clip=None to keep any range)") from None
         yy, k, by_class = fit_labels(x, y)
         ipc = check_ipc(self.ipc, [len(i) for i in by_class])
         seed = int(self.random_state)

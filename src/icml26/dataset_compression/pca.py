@@ -29,7 +29,7 @@ from icml26.common.validation import check_bool, check_choice, check_int, check_
 from icml26.dataset_compression.augment import TileConstrainedRandomResizedCrop, _check_range
 from icml26.dataset_compression.benchmark import CompressedSet
 from icml26.dataset_compression.models import ModelFactory
-from icml26.dataset_compression.scoring import check_images
+from icml26.dataset_compression.scoring import check_images, check_pixel_range
 from icml26.dataset_compression.selection import METRICS, ScoreSelector, fit_labels
 
 
@@ -171,7 +171,7 @@ class PCACompressor(BaseEstimator):
         check_bool(self.flip, "flip")
         check_seed(self.random_state, "random_state")
 
-    def fit(self, X, y, *, scores=None, tiles=None) -> PCACompressor:
+    def fit(self, X, y, *, scores=None, tiles=None, indices=None) -> PCACompressor:
         """Prune and combine (X, y); augmentation happens at training time (`augment_`, `to_dataset`).
 
         Args:
@@ -179,9 +179,13 @@ class PCACompressor(BaseEstimator):
             scores: optional precomputed metric values (N,) (skips scoring; ignored by metric="random").
             tiles: optional (N, C, R/f, R/f) low-resolution versions of X pasted instead of downsampling X
                 (the reproduction passes the native 8x8 digits of its 16x16 upsampled images).
+            indices: optional precomputed selection into X, exactly ipc * f^2 per class, grouped by class, in tile
+                order (e.g. `HerdingSelector(...).select(ipc * f**2)`: a selection that covers the class); skips
+                the metric (and `scores`).
+        Pixel values must lie in [0, 1] (ValueError otherwise; divide 8-bit images by 255).
         """
         self._check_params()
-        x = check_images(X)
+        x = check_pixel_range(check_images(X), "X")
         yy, k, by_class = fit_labels(x, y)
         f = int(self.factor)
         R = x.shape[2]
@@ -190,7 +194,10 @@ class PCACompressor(BaseEstimator):
         if R % f:
             raise ValueError(f"factor {f} must divide the image side {R}")
         m = int(self.ipc) * f * f
-        if self.metric == "random":
+        if indices is not None:
+            idx = _check_indices(indices, yy, k, m)
+            self.scores_ = None
+        elif self.metric == "random":
             from icml26.dataset_compression.baselines import RandomSelector
 
             sel = RandomSelector(random_state=self.random_state).fit(x, yy)
@@ -200,9 +207,10 @@ class PCACompressor(BaseEstimator):
                                 model_factory=self.model_factory, random_state=self.random_state)
             sel.fit(x, yy, scores=scores)
             self.scores_ = sel.scores_
-        idx = sel.select(m)  # exactly m per class; raises if a class is smaller
+        if indices is None:
+            idx = sel.select(m)  # exactly m per class; raises if a class is smaller
         if tiles is not None:
-            t = check_tensor(tiles, "tiles", ndim=4, dtype=torch.float32)
+            t = check_pixel_range(check_tensor(tiles, "tiles", ndim=4, dtype=torch.float32), "tiles")
             want = (len(x), x.shape[1], R // f, R // f)
             if tuple(t.shape) != want:
                 raise ValueError(f"tiles must have shape {want} (N, C, R/f, R/f), got {tuple(t.shape)}")
@@ -216,7 +224,8 @@ class PCACompressor(BaseEstimator):
         self.tile_indices_ = idx_t[index].numpy()
         self.canvases_, self.canvas_labels_ = canvases, labels
         self.augment_ = TileConstrainedRandomResizedCrop(R, f, tuple(self.scale), tuple(self.ratio), bool(self.flip))
-        self.compressed_ = CompressedSet(canvases, labels, factor=f, name=f"PCA({self.metric}, {self.keep})")
+        name = "PCA(given selection)" if indices is not None else f"PCA({self.metric}, {self.keep})"
+        self.compressed_ = CompressedSet(canvases, labels, factor=f, name=name)
         self.n_classes_ = k
         return self
 
@@ -225,6 +234,21 @@ class PCACompressor(BaseEstimator):
         if not hasattr(self, "canvases_"):
             raise ValueError("PCACompressor is not fitted: call fit(X, y) first")
         return TileCropDataset(self.canvases_, self.canvas_labels_, self.augment_, train=train, seed=seed)
+
+
+def _check_indices(indices, y: np.ndarray, k: int, m: int) -> np.ndarray:
+    """A precomputed selection: int indices into X, exactly m per class, grouped by class in ascending order."""
+    from icml26.common.validation import check_array
+
+    idx = check_array(indices, "indices", ndim=1, dtype=np.int64)
+    if len(idx) != k * m or idx.min() < 0 or idx.max() >= len(y):
+        raise ValueError(f"indices must hold {k} x {m} = {k * m} indices into X (0..{len(y) - 1}), got {len(idx)} in "
+                         f"[{int(idx.min())}, {int(idx.max())}]")
+    if len(np.unique(idx)) != len(idx):
+        raise ValueError("indices must not repeat an image")
+    if not np.array_equal(y[idx], np.repeat(np.arange(k), m)):
+        raise ValueError(f"indices must give exactly {m} per class, grouped by class 0..{k - 1}")
+    return idx
 
 
 __all__ = ["PCACompressor", "combine_tiles", "split_tiles", "area_downsample", "TileCropDataset"]

@@ -52,6 +52,17 @@ def check_images(X, name: str = "X", *, min_n: int = 1) -> torch.Tensor:
     return x
 
 
+def check_pixel_range(x: torch.Tensor, name: str = "X", *, low: float = 0.0, high: float = 1.0) -> torch.Tensor:
+    """Refuse pixel values outside [low, high] (default [0, 1]): 8-bit images (0..255) must be divided by 255
+    first, or DM's clipping and the stored canvases silently change them."""
+    if x.numel():
+        lo, hi = float(x.min()), float(x.max())
+        if lo < low - 1e-6 or hi > high + 1e-6:
+            raise ValueError(f"{name} must hold pixel values in [{low:g}, {high:g}], got values in [{lo:g}, {hi:g}]"
+                             + ("; divide 8-bit images by 255" if hi > 1.5 else ""))
+    return x
+
+
 def default_factory(X: torch.Tensor, num_classes: int) -> ModelFactory:
     """The reproduction's ConvNet for square images of side divisible by 4 (else pass your own factory)."""
     _, c, h, w = X.shape

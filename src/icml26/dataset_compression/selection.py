@@ -15,7 +15,7 @@ from sklearn.exceptions import NotFittedError
 
 from icml26.common.validation import check_array, check_choice, check_float, check_int, check_seed
 from icml26.dataset_compression.models import ModelFactory
-from icml26.dataset_compression.scoring import DIFFICULTY_SIGN, SCORERS, check_images, check_labels
+from icml26.dataset_compression.scoring import DIFFICULTY_SIGN, SCORERS, check_images, check_labels, check_pixel_range
 
 METRICS = tuple(SCORERS)
 DEFAULT_EPOCHS = {"el2n": 3, "forgetting": 30, "aum": 30}  # spec 6: EL2N 4 models x 3 epochs, forgetting 30
@@ -101,9 +101,9 @@ class ScoreSelector(BaseEstimator):
     def fit(self, X, y, scores=None) -> ScoreSelector:
         """Score every sample of (X, y), or take precomputed `scores` (N,) in the metric's own units."""
         self._check_params()
+        x = check_pixel_range(check_images(X), "X")
         yy, k, by_class = fit_labels(X, y)
         if scores is None:
-            x = check_images(X)
             kw = dict(model_factory=self.model_factory, batch_size=self.batch_size, lr=self.lr,
                       weight_decay=self.weight_decay, random_state=self.random_state,
                       epochs=DEFAULT_EPOCHS[self.metric] if self.epochs is None else self.epochs)
