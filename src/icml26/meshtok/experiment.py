@@ -12,7 +12,7 @@ so the stencils wrap around instead of seeing a jump against a zero pad at the b
 Model: D 64, 3 layers, 4 heads, FFN 128 (GELU), RMSNorm + QK-norm, geometry FiLM, time embedding, decoder width 16
 (review note 1b), residual head; context 4 frames (window of 5), AdamW 1e-3 (wd 1e-4), one-cycle with 10 % warmup,
 clip 1.0, batch 8. Steps: one count for all arms, chosen from a timed arm so that data + jobs fit the 5-minute
-budget (review note 1c): 3 seeds x 228 steps in small. `medium` is the same experiment on 5 seeds with the
+budget (review note 1c): 3 seeds x 140 steps in small. `medium` is the same experiment on 5 seeds with the
 Uniform-fine arm (M4), for the gates that 3 seeds cannot decide.
 Claims (see claims.py): M1, M2 (and M4 when Uniform-fine is run) gate, M3 sanity, D1-D4 report.
 """
@@ -46,11 +46,12 @@ CONFIGS: dict[str, dict[str, Any]] = {
         **_MODEL, "dim": 16, "depth": 1, "heads": 2, "ffn": 32, "dec_width": 4,
         **_TRAIN, "steps": 3, "batch_size": 2, "rollout_steps": 2, "rollout_n": 2,
     },
-    # 3 seeds x 228 steps: the step count that fits 3 seeds into the budget at 0.22 s per MeshTok step (review note
-    # 1c; M1/M2 at 2 seeds had t = 12.7 intervals)
+    # 3 seeds x 140 steps: the step count that fits 3 seeds into the budget at 0.43-0.57 s per MeshTok step, timed
+    # single-threaded under the lock on 2026-12-01 (review note 1c; 3 x 228 steps took 552 s there; M1/M2 at
+    # 2 seeds had t = 12.7 intervals)
     "small": {
         "seed": 0, "n_seeds": 3, "workers": 0, "arms": ["meshtok", "random", "coarse"], **_DATA,
-        **_MODEL, **_TRAIN, "steps": 228, "rollout_steps": 4, "rollout_n": 16,
+        **_MODEL, **_TRAIN, "steps": 140, "rollout_steps": 4, "rollout_n": 16,
     },
 }
 # medium: the small experiment on 5 seeds (a 3-seed t interval uses t = 4.30, 5 seeds t = 2.78: at the spread seen
@@ -84,9 +85,9 @@ CONFIG_HELP: dict[str, str] = {
     "scale": "smoke | small | medium | paper (set by the CLI)",
 }
 
-# small: 9 jobs of 228 steps (~0.22 s per MeshTok step single-threaded) on 2 processes, spec budget 5 min;
-# medium: 5 seeds x 4 arms (Uniform-fine ~3x a MeshTok step), ~280 s of jobs per seed on 2 processes
-EXPECTED_RUNTIME_S = {"smoke": 15, "small": 240, "medium": 900, "paper": 6 * 3600}
+# small: 9 jobs of 140 steps (0.43-0.57 s per MeshTok step single-threaded) on 2 processes, spec budget 5 min;
+# medium: 5 seeds x 4 arms (Uniform-fine ~3x a MeshTok step), ~200 s per seed on 2 processes
+EXPECTED_RUNTIME_S = {"smoke": 15, "small": 280, "medium": 1100, "paper": 6 * 3600}
 
 
 def _paper_config() -> dict[str, Any]:
