@@ -50,7 +50,8 @@ PAPER_KEYS = ("seed", "attacker", "victim", "classifier", "classifier_kind", "sf
 
 def validate_paper_config(config: dict[str, Any]) -> None:
     """Raise ValueError/TypeError naming the first bad key of a paper-scale config."""
-    require_keys(config, PAPER_KEYS)
+    # save_all_ranks: optional, for the 2-process test (every rank saves its attacker weights)
+    require_keys(config, PAPER_KEYS, optional=("scale", "save_all_ranks"))
     check_seed(config["seed"])
     for k in ("sft_steps", "sft_batch", "steps", "batch_size", "grad_accum", "lora_r", "lora_alpha", "buffer_size",
               "min_len", "max_len", "n_responses", "victim_max_new_tokens", "interval", "safety_steps", "safety_batch",
