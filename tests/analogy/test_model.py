@@ -221,3 +221,18 @@ def test_metrics_refuse_a_model_built_for_another_world():
             f(m, big)
     with pytest.raises(ValueError, match="world"):
         two_hop_accuracy(m, TwoHopWorld(), "composed")
+
+
+def test_freeze_holds_the_named_parameter_and_refuses_bad_names():
+    w = AnalogyWorld(n_groups=3, group_size=2, n_individual=1, seed=0)
+    m = _model(w)
+    E0, U0 = m.E.detach().clone(), m.U.detach().clone()
+    fit(m, w.premises, 5, freeze=("E",))
+    assert torch.equal(m.E.detach(), E0) and not torch.equal(m.U.detach(), U0)
+    out = CurriculumTrainer(m, "attr_then_sim", steps_per_stage=5, freeze=((), ("E",))).run(w)
+    assert len(out["losses"]) == 2
+    for bad, exc in ((("E", "U"), ValueError), (("W",), ValueError), ("E", TypeError)):
+        with pytest.raises(exc, match="freeze"):
+            fit(m, w.premises, 1, freeze=bad)
+    with pytest.raises(ValueError, match="freeze"):
+        CurriculumTrainer(m, "attr_then_sim", freeze=(("E",),))  # one entry per stage

@@ -33,7 +33,7 @@ from icml26.common.validation import check_choice, check_float, check_int
 
 __all__ = ["TokenIndexError", "FactorizedTransformer", "fit", "CurriculumTrainer", "SCHEDULES", "predict",
            "analogical_accuracy", "conclusion_prob", "premise_retention", "feature_resemblance", "cosine_matrix",
-           "two_hop_accuracy"]
+           "two_hop_accuracy", "retention_from_logits"]
 
 MAX_STEPS = 10**8  # a larger step count is refused rather than run for days
 
@@ -208,7 +208,8 @@ def _premise_batch(model: FactorizedTransformer, premises: Any, name: str = "pre
 
 def fit(model: FactorizedTransformer, premises: Sequence[Premise], steps: int, lr: float = 1.0,
         optimizer: str | Callable[..., torch.optim.Optimizer] = "gd",
-        callback: Callable[[int, FactorizedTransformer], None] | None = None, log_every: int = 0) -> list[float]:
+        callback: Callable[[int, FactorizedTransformer], None] | None = None, log_every: int = 0,
+        freeze: Sequence[str] = ()) -> list[float]:
     """Full-batch training on `premises` with the mean cross-entropy of eq. (2.3).
 
     Args:
@@ -217,6 +218,8 @@ def fit(model: FactorizedTransformer, premises: Sequence[Premise], steps: int, l
         optimizer: "gd" (plain full-batch gradient descent, the default) or a factory
             `f(params, lr=lr) -> torch.optim.Optimizer` (e.g. `torch.optim.Adam`; changes the implicit bias).
         callback: called as `callback(step, model)` at step 0 and after every `log_every` updates (0 = never).
+        freeze: names of parameters ("E", "U") held fixed (default none). Freezing E in a later curriculum stage
+            is the mutation that the C2 controls must catch (it blocks transfer without causing forgetting).
 
     Returns: the loss before each update and after the last one (length steps + 1), in nats.
     """
@@ -225,8 +228,14 @@ def fit(model: FactorizedTransformer, premises: Sequence[Premise], steps: int, l
     log_every = check_int(log_every, "log_every", min=0)
     if callback is not None and not callable(callback):
         raise TypeError(f"callback must be callable or None, got {type(callback).__name__}")
+    if isinstance(freeze, str) or not all(isinstance(f, str) for f in freeze):
+        raise TypeError(f"freeze must be a sequence of parameter names, got {freeze!r}")
+    bad = [f for f in freeze if f not in ("E", "U")]
+    if bad or len(set(freeze)) == 2:
+        raise ValueError(f"freeze must name at most one of 'E', 'U' (training nothing is not training), got {freeze!r}")
     X, mask, y = _premise_batch(model, premises)
-    params = [model.E, model.U]
+    names = [n for n in ("E", "U") if n not in freeze]
+    params = [getattr(model, n) for n in names]
     if isinstance(optimizer, str):
         check_choice(optimizer, "optimizer", ["gd"])
         opt = None
@@ -246,10 +255,10 @@ def fit(model: FactorizedTransformer, premises: Sequence[Premise], steps: int, l
     for step in range(1, steps + 1):
         loss = loss_fn()
         if opt is None:
-            gE, gU = torch.autograd.grad(loss, params)
+            grads = torch.autograd.grad(loss, params)
             with torch.no_grad():
-                model.E.sub_(lr * gE)
-                model.U.sub_(lr * gU)
+                for p_, g_ in zip(params, grads):
+                    p_.sub_(lr * g_)
         else:
             opt.zero_grad(set_to_none=True)
             loss.backward()
@@ -274,14 +283,32 @@ class CurriculumTrainer:
         steps_per_stage: GD steps per stage (default 3000, loss ~1e-3), or one int per stage.
         lr: GD step size (default 1.0). optimizer: as in `fit`.
         eval_every: log analogical accuracy and conclusion probability every this many steps (0 = off).
+        freeze: per stage, the parameter names held fixed (as `fit`), e.g. `((), ("E",))` freezes E in stage 2;
+            default: nothing frozen.
     """
 
     def __init__(self, model: FactorizedTransformer, schedule: str = "joint",
                  steps_per_stage: int | Sequence[int] = 3000, lr: float = 1.0,
-                 optimizer: str | Callable[..., torch.optim.Optimizer] = "gd", eval_every: int = 0) -> None:
+                 optimizer: str | Callable[..., torch.optim.Optimizer] = "gd", eval_every: int = 0,
+                 freeze: Sequence[Sequence[str]] | None = None) -> None:
         self.model, self.schedule, self.steps_per_stage = model, schedule, steps_per_stage
-        self.lr, self.optimizer, self.eval_every = lr, optimizer, eval_every
+        self.lr, self.optimizer, self.eval_every, self.freeze = lr, optimizer, eval_every, freeze
         self._stage_steps()
+        self._stage_freeze()
+
+    def _stage_freeze(self) -> list[tuple[str, ...]]:
+        n = len(SCHEDULES[self.schedule])
+        if self.freeze is None:
+            return [()] * n
+        if isinstance(self.freeze, (str, bytes)) or not isinstance(self.freeze, Sequence) or len(self.freeze) != n:
+            raise ValueError(f"freeze must give one tuple of parameter names per stage ({n} for {self.schedule!r}), "
+                             f"got {self.freeze!r}")
+        out = []
+        for i, f in enumerate(self.freeze):
+            if isinstance(f, (str, bytes)) or not isinstance(f, Sequence) or not all(x in ("E", "U") for x in f):
+                raise ValueError(f"freeze[{i}] must be a tuple of 'E' / 'U', got {f!r}")
+            out.append(tuple(f))
+        return out
 
     def _stage_steps(self) -> list[int]:
         if not isinstance(self.model, FactorizedTransformer):
@@ -304,7 +331,7 @@ class CurriculumTrainer:
         Returns a dict: `stages` (premise groups per stage), `steps` (per stage), `losses` (per stage, as `fit`),
         and with `eval_every > 0` a `time_course` {"stage", "step" (global), "accuracy", "conclusion_prob"}.
         """
-        steps = self._stage_steps()
+        steps, frozen = self._stage_steps(), self._stage_freeze()
         if not isinstance(world, AnalogyWorld):
             raise TypeError(f"world must be an AnalogyWorld, got {type(world).__name__}")
         if world.vocab_size != self.model.vocab_size:
@@ -314,7 +341,7 @@ class CurriculumTrainer:
         out: dict[str, Any] = {"schedule": self.schedule, "stages": SCHEDULES[self.schedule], "steps": steps,
                                "losses": []}
         offset = 0
-        for k, (groups, n_steps) in enumerate(zip(SCHEDULES[self.schedule], steps)):
+        for k, (groups, n_steps, frz) in enumerate(zip(SCHEDULES[self.schedule], steps, frozen)):
             premises = [p for g in groups for p in getattr(world, g)]
             if not premises:  # e.g. individual facts with n_individual = 0 and nothing else in the stage
                 out["losses"].append([])
@@ -330,7 +357,7 @@ class CurriculumTrainer:
 
             cb = log if self.eval_every else None
             out["losses"].append(fit(self.model, premises, n_steps, lr=self.lr, optimizer=self.optimizer,
-                                     callback=cb, log_every=self.eval_every))
+                                     callback=cb, log_every=self.eval_every, freeze=frz))
             if self.eval_every and n_steps % self.eval_every:
                 log(n_steps, self.model)
             offset += n_steps
@@ -397,14 +424,24 @@ def premise_retention(model: FactorizedTransformer, world_or_premises: Any) -> f
     else:
         premises = world_or_premises
     X, mask, y = _premise_batch(model, premises, "world_or_premises")
-    z = model.logits_from_counts(X, mask)
+    return retention_from_logits(model.logits_from_counts(X, mask), premises)
+
+
+@torch.no_grad()
+def retention_from_logits(logits: torch.Tensor, premises: Sequence[Premise]) -> float:
+    """The retention check of `premise_retention` on any model's (N, V) logits of `premises` (row i scores
+    premises[i]; mask them to the answer types first for a typed model): a prompt with k targets is retained when
+    its top-k logits are exactly its k targets. Shared by the minimal model and the GPT arm."""
+    if not isinstance(logits, torch.Tensor) or logits.dim() != 2 or logits.shape[0] != len(premises):
+        raise ValueError(f"logits must be a (len(premises), V) tensor, got "
+                         f"{tuple(logits.shape) if isinstance(logits, torch.Tensor) else type(logits).__name__}")
     prompts: dict[tuple, list[int]] = {}
     for i, p in enumerate(premises):
         prompts.setdefault(tuple(p.inputs), []).append(i)
     ok = 0
     for rows in prompts.values():
-        want = set(int(y[i]) for i in rows)
-        top = torch.topk(z[rows[0]], len(want)).indices.cpu().tolist()
+        want = set(int(premises[i].target) for i in rows)
+        top = torch.topk(logits[rows[0]], len(want)).indices.cpu().tolist()
         ok += set(top) == want
     return ok / len(prompts)
 
