@@ -31,7 +31,9 @@ def test_configs_validate_and_bad_keys_are_named():
 def test_medium_structure_at_toy_size_computes_every_claim(tmp_path):
     from icml26.results import load_result, save_result
 
-    res = E.run({**E.CONFIGS["medium"], **E.TOY, "scale": "medium"})
+    tiny = {"steps": 8, "joint_steps": 8, "od_steps": 4, "n_train": 200, "n_test": 120, "mmd_eval_n": 100,
+            "jac_eval_n": 20, "ot_samples": 100, "od_n_train": 200, "od_n_test": 60}  # plumbing, not claims
+    res = E.run({**E.CONFIGS["medium"], **E.TOY, **tiny, "scale": "medium"})
     kinds = {c.id: c.kind for c in res.claims}
     assert [c.id for c in res.claims][:6] == ["C1", "R2", "C2", "C3", "C3-sanity", "C4"]
     assert {k for k, v in kinds.items() if v == "gate"} == {"C1", "R2", "C2", "C3", "C4"}
