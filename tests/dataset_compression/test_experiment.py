@@ -49,7 +49,8 @@ def test_medium_runs_at_toy_size():
     toy = {**CONFIGS["medium"], **{k: CONFIGS["smoke"][k] for k in ("steps", "teacher_steps", "el2n_models",
                                                                      "el2n_epochs", "forgetting_epochs", "dm_iters",
                                                                      "n_draws", "ipcs", "workers")},
-           "n_seeds": 2, "soft_draws": 1, "lossy": False, "scale": "medium"}
+           "n_seeds": 2, "soft_draws": 1, "lossy": False, "soft": False, "steps": 2, "teacher_steps": 2,
+           "widths": [4, 8], "batch_size": 16, "scale": "medium"}  # toy size: the medium code path, in seconds
     res = run(toy)
     assert res.scale == "medium" and res.metrics["device"] in ("cpu", "cuda")
     c = {c.id: c for c in res.claims}
