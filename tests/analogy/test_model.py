@@ -101,6 +101,7 @@ def test_two_hop_world_bridges_iff_bridge():
     assert all(len(p.inputs) == 3 for p in on.test_composed)
 
 
+@pytest.mark.slow  # covered by tests/analogy/test_experiment.py's gate tests (joint held, attribute_only not held)
 def test_chance_at_init_and_attribute_only():
     accs, probs = [], []
     for s in range(20):
@@ -120,6 +121,7 @@ def test_chance_at_init_and_attribute_only():
     assert np.mean(trained) < 0.35  # no similarity premises: no transfer (chance 0.125, 72 items)
 
 
+@pytest.mark.slow  # covered by tests/analogy/test_experiment.py's gate tests (joint held, attribute_only not held)
 def test_joint_transfers_and_attr_first_does_not():
     w = AnalogyWorld(seed=0)
     j, a = _model(w), _model(w)
