@@ -565,11 +565,26 @@ README_START, README_END = "<!-- papers-table -->", "<!-- /papers-table -->"
 
 
 def _gate_brief(c: Claim) -> str:
+    """One gate for the README: its verdict and the part that decides it (for a compound gate, the parts with the
+    gate's own verdict, nearest the bar first; at most two, the rest counted)."""
     d = c.decision
-    if d.parts:
-        inner = ", ".join(f"{p.label or 'part'} {_short(p)}" for p in d.parts)
-        return f"{c.id} {c.verdict} ({inner})"
-    return f"{c.id} {c.verdict} ({_short(d)})"
+    if not d.parts:
+        return f"{c.id} {c.verdict} ({_short(d)})"
+    same = [p for p in d.parts if p.verdict == d.verdict] or list(d.parts)
+
+    def room(p) -> float:
+        scale = max(abs(p.threshold), abs(p.estimate) if p.estimate == p.estimate else 0.0, 1e-12)
+        return abs(p.distance) / scale if p.distance == p.distance else 0.0
+
+    same.sort(key=room)
+    shown = "; ".join(f"{_label(p.label)} {_short(p)}" for p in same[:2])
+    more = len(d.parts) - min(len(same), 2)
+    return f"{c.id} {c.verdict} ({shown}{f'; {more} more part' + ('s' if more > 1 else '') if more else ''})"
+
+
+def _label(text: str, width: int = 48) -> str:
+    text = text or "part"
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _short(d) -> str:

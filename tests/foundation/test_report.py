@@ -4,6 +4,8 @@ unreadable results flagged. The HTML is parsed, not grepped."""
 
 from html.parser import HTMLParser
 
+import pytest
+
 import matplotlib.pyplot as plt
 
 from icml26.registry import PAPERS
@@ -140,3 +142,22 @@ def test_report_on_empty_folder_says_what_to_do(tmp_path):
     text = html.read_text()
     assert "icml26 reproduction report" in text and "icml26 reproduce" in text
     assert "not run" in text or "not implemented" in text
+
+
+def test_update_readme_writes_the_table_from_saved_results_only(tmp_path):
+    from icml26.report import update_readme
+
+    save_result(_result("small"), tmp_path / "runs" / "pope" / "small")
+    readme = tmp_path / "README.md"
+    readme.write_text("# x\n\nintro\n<!-- papers-table -->\nold hand-typed row\n<!-- /papers-table -->\n\ntail\n")
+    assert update_readme(tmp_path / "runs", readme) is True
+    text = readme.read_text()
+    assert "old hand-typed row" not in text and text.startswith("# x\n\nintro\n") and text.endswith("\ntail\n")
+    row = next(line for line in text.splitlines() if line.startswith("| [pope]"))
+    assert "held 1 · not held 0 · inconclusive 1" in row and "A held (0.42 [0.37, 0.47] vs >= 0.15)" in row
+    assert "B inconclusive" in row and "sanity 1/1" in row and "(stale" in row  # no provenance here: stale
+    assert "| [tie](docs/tie.md) |" in text and "not run at small" in text  # every paper has a row
+    assert update_readme(tmp_path / "runs", readme) is False  # idempotent
+    readme.write_text("no markers")
+    with pytest.raises(ValueError, match="markers"):
+        update_readme(tmp_path / "runs", readme)
