@@ -149,7 +149,7 @@ def paired_improvement(task: str, arm: Sequence[tuple[np.ndarray, np.ndarray]],
     return float(np.mean(per)), iv, per
 
 
-def _decides(d: stats.Decision, items_per_seed: int | None, seed_cost_s: float | None) -> str:
+def _decide_hint(d: stats.Decision, items_per_seed: int | None, seed_cost_s: float | None) -> str:
     """For an inconclusive decision: how many seeds (each adds its test POIs) the observed spread asks for, and
     about how long the medium scale takes to run them."""
     if d.verdict != "inconclusive" or d.interval is None:
@@ -203,7 +203,7 @@ def claim_both_vs_text(task: str, preds: Mapping[str, Sequence[tuple[np.ndarray,
         threshold=(f">= {margin:+g}" if mkind == "diff" else f">= {margin:.0%} lower MAE"),
         decision=d, kind=kind or ("report" if is_report else "gate"), paper=PAPER, per_seed=per,
         details=(f"text* = {text} (better validation {metric} than the other text control); per-seed {what} "
-                 f"{np.round(per, 4).tolist()}. {d.text()}.{_decides(d, items_per_seed, seed_cost_s)}{extra} "
+                 f"{np.round(per, 4).tolist()}. {d.text()}.{_decide_hint(d, items_per_seed, seed_cost_s)}{extra} "
                  "Probes: MLP or linear per arm and seed, chosen on validation. Can fail: nothing here holds by "
                  "construction (the text sees category, name, address and neighbours; the subtype, the "
                  "neighbourhood rhythm and closure are hidden from it)."))
@@ -252,7 +252,7 @@ def claim_poi_vs_text(preds: Mapping[str, Mapping[str, Sequence]], val: Mapping[
         per_seed=[], paper="ME-POIs trained on mobility alone surpass text-only models on some tasks (function tasks "
                            "such as opening hours, closure, busyness; no per-task numbers accessible)",
         details=(f"{n_held} of 3 decided held. The second-best task ({d.label}) decides: {d.verdict}."
-                 f"{_decides(d, items_per_seed, seed_cost_s)} " + " | ".join(notes)))
+                 f"{_decide_hint(d, items_per_seed, seed_cost_s)} " + " | ".join(notes)))
 
 
 # ---------------------------------------------------------------------------------------------- check 3
@@ -308,7 +308,7 @@ def claim_propagation(errs1: Sequence[np.ndarray], errs0: Sequence[np.ndarray], 
         details=(("" if n >= min_n else f"Only {n} < {min_n} POIs with 1-5 visits: too few to judge. ")
                  + f"n = {n} POIs with 1-5 visits, each predicted by a probe not trained on it (probe family chosen on "
                  f"validation); per-seed ratio {np.round(per, 4).tolist()}; MAE {mae1:.4f} (lambda 1) vs {mae0:.4f} "
-                 f"(lambda 0). {d.text()}.{_decides(d, None, seed_cost_s)} Can fail: the ratio (both arms train on "
+                 f"(lambda 0). {d.text()}.{_decide_hint(d, None, seed_cost_s)} Can fail: the ratio (both arms train on "
                  "the same visits; only the KL term differs)." + ceil))
 
 
