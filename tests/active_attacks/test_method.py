@@ -219,6 +219,27 @@ def test_edit_distances_known_answers():
     assert pair_edit_distances(a, b).tolist() == [1, 2, 4, 0]
 
 
+def test_near_duplicates_match_brute_force():
+    """The pruned, pair-vectorised near-duplicate matrix equals the definition (d / max len < tolerance; exact
+    equality at tolerance 0, repeated tokens included)."""
+    from icml26.active_attacks.redteam import _near_duplicates
+
+    def lev(x, y):
+        d = list(range(len(y) + 1))
+        for i, a in enumerate(x, 1):
+            prev, d[0] = d[0], i
+            for j, b in enumerate(y, 1):
+                prev, d[j] = d[j], min(d[j] + 1, d[j - 1] + 1, prev + (a != b))
+        return d[-1]
+
+    rng = np.random.default_rng(3)
+    qs = [list(rng.integers(0, 4, rng.integers(0, 6))) for _ in range(15)] + [[1, 1, 2]]
+    cs = [list(rng.integers(0, 4, rng.integers(0, 6))) for _ in range(40)] + [[1, 1, 2]]
+    for tol in (0.0, 0.4, 0.7):
+        want = [[(lev(q, c) / max(1, len(q), len(c)) < tol) if tol > 0 else q == c for c in cs] for q in qs]
+        assert _near_duplicates(qs, cs, tol).tolist() == want
+
+
 # ------------------------------------------------------------------------------------------ metrics
 def test_asr_threshold_is_strict_and_classifier_range_checked():
     v = TableVictim()

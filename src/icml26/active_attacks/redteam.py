@@ -126,28 +126,59 @@ def _counts(seqs: Sequence[Sequence[int]], vocab: int) -> np.ndarray:
     return np.bincount(rows * vocab + cols, minlength=len(seqs) * vocab).reshape(len(seqs), vocab)
 
 
+def _padded(seqs: Sequence[Sequence[int]], fill: int) -> tuple[np.ndarray, np.ndarray]:
+    """Token lists -> ((n, max_len) int64 array padded with `fill`, (n,) lengths)."""
+    lens = np.fromiter((len(s) for s in seqs), dtype=np.int64, count=len(seqs))
+    out = np.full((len(seqs), max(1, int(lens.max(initial=0)))), fill, dtype=np.int64)
+    if lens.sum():
+        rows = np.repeat(np.arange(len(seqs)), lens)
+        cols = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
+        out[rows, cols] = np.fromiter((t for s in seqs for t in s), dtype=np.int64, count=int(lens.sum()))
+    return out, lens
+
+
 def _near_duplicates(qs: Sequence[Sequence[int]], cs: Sequence[Sequence[int]], tolerance: float) -> np.ndarray:
     """(Q, N) bool: normalised edit distance d / max(len) < tolerance (== 0 when tolerance is 0).
 
-    A cheap lower bound prunes most pairs first: d >= max(len_a, len_b) - |multiset intersection| >=
-    max(len_a, len_b) - counts_a . counts_b; the exact
-    distance is computed only for the pairs that survive it.
+    A cheap lower bound prunes most pairs first: d >= max(len_a, len_b) - |multiset intersection of the tokens|;
+    the exact distance is computed only for the pairs that survive it (padded arrays indexed by pair).
     """
-    qlen = np.array([len(q) for q in qs])
-    clen = np.array([len(c) for c in cs])
+    qa, qlen = _padded(qs, -1)
+    ca, clen = _padded(cs, -2)
     maxlen = np.maximum(1, np.maximum(qlen[:, None], clen[None, :]))
     limit = tolerance * maxlen  # duplicate iff d < limit (tolerance 0: d == 0)
-    vocab = 1 + max(max((max(q) for q in qs if q), default=0), max((max(c) for c in cs if c), default=0))
+    vocab = 1 + max(int(qa.max(initial=0)), int(ca.max(initial=0)))
     cq, cc = _counts(qs, vocab), _counts(cs, vocab)
-    inter = cq.astype(np.float32) @ cc.astype(np.float32).T  # >= |multiset intersection|: still a lower bound
+    # |multiset intersection| = sum_v min(cq_v, cc_v) = sum_k [cq >= k] . [cc >= k] (exact, a few small matmuls)
+    inter = np.zeros((len(qs), len(cs)), dtype=np.float32)
+    for k in range(1, int(min(cq.max(initial=0), cc.max(initial=0))) + 1):
+        inter += (cq >= k).astype(np.float32) @ (cc >= k).astype(np.float32).T
     lower = np.maximum(qlen[:, None], clen[None, :]) - inter
     cand = (lower < limit) if tolerance > 0 else (lower == 0)
     out = np.zeros(cand.shape, dtype=bool)
     qi, ci = np.nonzero(cand)
     if len(qi):
-        d = pair_edit_distances([qs[i] for i in qi], [cs[j] for j in ci])
+        d = _pair_dp(qa[qi], qlen[qi], ca[ci], clen[ci])
         lim = limit[qi, ci]
         out[qi, ci] = (d < lim) if tolerance > 0 else (d == 0)
+    return out
+
+
+def _pair_dp(A: np.ndarray, la: np.ndarray, B: np.ndarray, lb: np.ndarray) -> np.ndarray:
+    """Levenshtein DP over P pairs at once: rows of A (P, La) and B (P, Lb), padded with different values,
+    true lengths la, lb -> (P,) distances."""
+    P, Lb = len(A), B.shape[1]
+    prev = np.broadcast_to(np.arange(Lb + 1), (P, Lb + 1)).copy()
+    out = np.where(la == 0, lb, 0)
+    for i in range(int(la.max(initial=0))):
+        cur = np.empty_like(prev)
+        cur[:, 0] = i + 1
+        neq = A[:, i:i + 1] != B
+        for j in range(1, Lb + 1):
+            cur[:, j] = np.minimum(np.minimum(prev[:, j] + 1, cur[:, j - 1] + 1), prev[:, j - 1] + neq[:, j - 1])
+        prev = cur
+        done = la == i + 1
+        out[done] = cur[done, lb[done]]
     return out
 
 
@@ -158,25 +189,9 @@ def pair_edit_distances(a: Sequence[Sequence[int]], b: Sequence[Sequence[int]]) 
         raise ValueError("a and b must have the same number of sequences")
     if P == 0:
         return np.zeros(0, dtype=np.int64)
-    la, lb = np.array([len(x) for x in a]), np.array([len(x) for x in b])
-    A = np.full((P, max(1, la.max())), -1, dtype=np.int64)
-    B = np.full((P, max(1, lb.max())), -2, dtype=np.int64)
-    for i, (x, y) in enumerate(zip(a, b)):
-        A[i, :len(x)] = x
-        B[i, :len(y)] = y
-    Lb = B.shape[1]
-    prev = np.broadcast_to(np.arange(Lb + 1), (P, Lb + 1)).copy()
-    out = np.where(la == 0, lb, 0)
-    for i in range(int(la.max())):
-        cur = np.empty_like(prev)
-        cur[:, 0] = i + 1
-        neq = A[:, i:i + 1] != B
-        for j in range(1, Lb + 1):
-            cur[:, j] = np.minimum(np.minimum(prev[:, j] + 1, cur[:, j - 1] + 1), prev[:, j - 1] + neq[:, j - 1])
-        prev = cur
-        done = la == i + 1
-        out[done] = cur[done, lb[done]]
-    return out
+    A, la = _padded(a, -1)
+    B, lb = _padded(b, -2)
+    return _pair_dp(A, la, B, lb)
 
 
 @dataclass
