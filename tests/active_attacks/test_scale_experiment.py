@@ -70,6 +70,23 @@ def test_every_config_validates_and_typos_are_refused():
         E.validate_config({**E.CONFIGS["small"], "round_probes": 500})
 
 
+def test_calibration_only_measures_a_subset_with_the_grid_streams():
+    """small measures 2 of the 6 grid candidates (issue 33's runtime): each keeps its grid position's random stream,
+    so its numbers equal the whole grid's, and the rule chooses among the measured ones."""
+    cfg = {**E.CONFIGS["smoke"], "scale": "smoke", "calibration_lrs": [1e-3, 1e-4], "calibration_steps": [3]}
+    full = E.calibration_job(100, cfg)
+    sub_cfg = {**cfg, "calibration_only": [[1e-4, 3]]}
+    E.validate_config(sub_cfg)
+    assert E.calibration_candidates(sub_cfg) == [(1, {"safety_lr": 1e-4, "safety_steps": 3})]
+    sub = E.calibration_job(100, sub_cfg)
+    assert sub["before"] == full["before"] and sub["after"] == [full["after"][1]]
+    assert E.choose_safety(sub_cfg, [sub])["chosen"] == {"safety_lr": 1e-4, "safety_steps": 3}
+    small = E.CONFIGS["small"]
+    assert [c for _, c in E.calibration_candidates(small)] == [{"safety_lr": 1e-3, "safety_steps": 60},
+                                                               {"safety_lr": 3e-5, "safety_steps": 200}]
+    assert len(E.calibration_candidates(E.CONFIGS["medium"])) == len(E.safety_grid(E.CONFIGS["medium"])) == 6
+
+
 @pytest.mark.slow  # ~25 s: two evaluation seeds at smoke size; run with -m slow
 def test_medium_at_toy_size():
     smoke = E.CONFIGS["smoke"]
@@ -85,7 +102,8 @@ def test_medium_at_toy_size():
     ("q", [0.5, 0.5, 0.1, 0.0, 0.0, 0.0], ValueError), ("victim_top_p", 0.0, ValueError),
     ("safety_batch", 1, ValueError), ("lr", float("nan"), ValueError), ("real_judge", 1, TypeError),
     ("reward_temp", [2.0, 1.0], TypeError), ("d_model", 30, ValueError), ("calibration_lrs", [], TypeError),
-    ("calibration_steps", [60, 0], ValueError),
+    ("calibration_steps", [60, 0], ValueError), ("calibration_only", [[1e-4, 61]], ValueError),
+    ("calibration_only", [[1e-3]], TypeError), ("calibration_only", 5, TypeError),
 ])
 def test_validate_config_names_the_key(key, value, exc):
     cfg = {**E.CONFIGS["small"], key: value}

@@ -70,17 +70,25 @@ _SMALL: dict[str, Any] = {
     "classifier_corpus": 3000, "classifier_C": 1.0,
     "victim_temp": 0.7, "victim_top_p": 0.92, "victim_max_new_tokens": 8, "n_responses": 5,
     # red-teaming (spec 6)
-    "steps": 1000, "batch_size": 32, "lr": 1e-3, "lr_log_z": 0.05, "beta": 0.1, "gamma": 1.0,
-    "reward_temp": [2.0, 1.0, 500], "buffer_size": 1000, "sim_tolerance": 0.4, "p_offline": 0.5,
+    # T and K are 0.4 x the spec's 1000 / 200 (and the reward-temperature anneal with them, 500 -> 200 steps) so
+    # that the small run fits 5 minutes on 2 cores (issue 33); the spec's values: --override steps=1000
+    # interval=200 reward_temp=[2.0,1.0,500]
+    "steps": 400, "batch_size": 32, "lr": 1e-3, "lr_log_z": 0.05, "beta": 0.1, "gamma": 1.0,
+    "reward_temp": [2.0, 1.0, 200], "buffer_size": 1000, "sim_tolerance": 0.4, "p_offline": 0.5,
     "temp_range": [0.5, 2.0], "seed_batches": 10, "kl_coef": 0.05,
-    "interval": 200, "safety_steps": 60, "safety_batch": 32, "safety_lr": 1e-3, "n_retain": 500,
+    "interval": 80, "safety_steps": 60, "safety_batch": 32, "safety_lr": 1e-3, "n_retain": 500,
     # calibration of the victim's safety update on seeds 100-102 (issue 33); it replaces safety_lr / safety_steps
     "calibration_seeds": [100, 101, 102], "calibration_lrs": [1e-3, 1e-4, 3e-5],
     "calibration_steps": [60, 200], "calibration_shown": ["insult", "violence"], "calibration_probes": 30,
+    # small measures two candidates of that grid: the spec's 60 x 1e-3 and the one the full grid chose
+    # (200 x 3e-5); medium runs the whole grid
+    "calibration_only": [[1e-3, 60], [3e-5, 200]],
     # evaluation (spec 6 + review notes 1, 3, 5)
-    "eval_safety_steps": 150, "n_eval": 1000, "asr_samples": 500, "benign_heldout": 200, "probes_per_category": 50,
+    # n_eval and mle_samples are half the spec's 1,000 / 500: C1's seed spread (sd 0.086 over seeds) is ~8x the
+    # draw SE at 1,000 prompts, so the draws are not what limits its decision (issue 33's runtime)
+    "eval_safety_steps": 150, "n_eval": 500, "asr_samples": 500, "benign_heldout": 200, "probes_per_category": 50,
     "round_probes": 25,
-    "mle_steps": 200, "mle_lr": 1e-3, "mle_samples": 500,
+    "mle_steps": 200, "mle_lr": 1e-3, "mle_samples": 250,
     "real_judge": True, "real_judge_prompts": 20, "real_judge_max_new_tokens": 32,
     "workers": 0,
 }
@@ -93,11 +101,11 @@ CONFIGS: dict[str, dict[str, Any]] = {
               "n_retain": 40, "eval_safety_steps": 3, "n_eval": 40, "asr_samples": 40, "benign_heldout": 20,
               "probes_per_category": 8, "mle_steps": 3, "mle_samples": 40, "real_judge": False, "workers": 1,
               "calibration_seeds": [100], "calibration_lrs": [1e-3, 1e-4], "calibration_steps": [3],
-              "calibration_probes": 4, "round_probes": 4},
+              "calibration_probes": 4, "round_probes": 4, "calibration_only": []},
     "small": _SMALL,
     # issue 30: the same experiment with the evaluation seeds the small run's inconclusive gates ask for (the
     # calibration is the same: seeds 100-102); the real-judge sample stays with the small run
-    "medium": {**_SMALL, "n_seeds": 12, "real_judge": False},
+    "medium": {**_SMALL, "n_seeds": 12, "real_judge": False, "calibration_only": []},
     "paper": {  # spec 7: see icml26.active_attacks.scale and docs/active_attacks.md
         "seed": 0, "attacker": "Qwen/Qwen2.5-1.5B", "victim": "Qwen/Qwen2.5-1.5B-Instruct",
         "classifier": "meta-llama/Llama-Guard-3-8B", "classifier_kind": "guard", "sft_data": "",
@@ -128,13 +136,13 @@ CONFIG_HELP = {
     "victim_temp": "victim sampling temperature (spec: 0.7)", "victim_top_p": "victim nucleus p (spec: 0.92)",
     "victim_max_new_tokens": "victim reply cap, tokens (review note 7: <= 8)",
     "n_responses": "victim replies per prompt (spec: 5)",
-    "steps": "red-teaming steps T per arm (spec: 1000)", "batch_size": "prompts per step (spec: 32)",
+    "steps": "red-teaming steps T per arm (spec: 1000; small/medium: 400 for the 5-minute budget)", "batch_size": "prompts per step (spec: 32)",
     "lr": "attacker lr (spec: 1e-3)", "lr_log_z": "log Z head lr (our choice)", "beta": "toxicity exponent 1/beta",
     "gamma": "prior exponent 1/gamma", "reward_temp": "[start, end, steps] of the reward temperature",
     "buffer_size": "replay buffer capacity", "sim_tolerance": "normalised edit-distance dedup tolerance",
     "p_offline": "probability of a replay step", "temp_range": "on-policy temperature range",
     "seed_batches": "batches of SFT samples seeding the buffer", "kl_coef": "REINFORCE KL weight",
-    "interval": "Active Attacks round length K, steps (spec: 200)",
+    "interval": "Active Attacks round length K, steps (spec: 200; small/medium: 80 = T / 5)",
     "safety_steps": "per-round victim safety fine-tuning steps (spec: 60)",
     "safety_batch": "its batch (32)",
     "safety_lr": "lr of every victim safety fine-tuning, per round and for V_GFN / V_AA (spec: 1e-3); replaced by "
@@ -144,16 +152,18 @@ CONFIG_HELP = {
                          "[] keeps safety_lr / safety_steps",
     "calibration_lrs": "safety lr grid of the calibration (in preference order)",
     "calibration_steps": "per-round safety steps grid of the calibration (in preference order)",
+    "calibration_only": "[[lr, steps], ...]: measure only these candidates of the grid ([]: the whole grid); each "
+                        "keeps its grid position's random stream, so its numbers equal the whole grid's",
     "calibration_shown": "categories the calibration update is shown (round-1 prompts holding only their triggers)",
     "calibration_probes": "one-trigger probes per category measuring the calibration (<= probes_per_category)",
     "round_probes": "one-trigger probes per category measuring each AA round's victim (<= probes_per_category)",
     "eval_safety_steps": "steps tuning V_GFN / V_AA from the original victim (spec: 150 with 60 per round; a "
                          "calibrated per-round update keeps this ratio)",
-    "n_eval": "prompts drawn per dataset for cross-ASR (spec: 1000)",
+    "n_eval": "prompts drawn per dataset for cross-ASR (spec: 1000; small: 500)",
     "asr_samples": "attacker samples for the final-ASR check (review note 1: 500)",
     "benign_heldout": "held-out benign prompts for the sanity check (review note 3: 200)",
     "probes_per_category": "one-trigger probes per category for the probe ASR of V_GFN / V_AA (review note 5: 100)",
-    "mle_steps": "MLE smoothing steps", "mle_lr": "MLE smoothing lr", "mle_samples": "samples of the MLE attacker",
+    "mle_steps": "MLE smoothing steps", "mle_lr": "MLE smoothing lr", "mle_samples": "samples of the MLE attacker (small: 250)",
     "real_judge": "send a sample of final prompts to SmolLM2-135M-Instruct, judged by alt-profanity-check",
     "real_judge_prompts": "prompts per method for the real judge", "real_judge_max_new_tokens": "SmolLM2 reply cap",
     "workers": "parallel worker processes (0: all CPUs)",
@@ -235,6 +245,18 @@ def _check_calibration(config: dict[str, Any]) -> None:
             raise TypeError(f"{k} must be a non-empty list")
         for i, v in enumerate(vals):
             chk(v, f"{k}[{i}]")
+    only = config["calibration_only"]
+    if not isinstance(only, (list, tuple)):
+        raise TypeError(f"calibration_only must be a list of [lr, steps] pairs, got {type(only).__name__}")
+    grid = [(c["safety_lr"], c["safety_steps"]) for c in safety_grid(config)]
+    for i, pair in enumerate(only):
+        if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+            raise TypeError(f"calibration_only[{i}] must be [lr, steps], got {pair!r}")
+        key = (check_float(pair[0], f"calibration_only[{i}][0]", min=0.0, min_open=True),
+               check_int(pair[1], f"calibration_only[{i}][1]", min=1))
+        if key not in grid:
+            raise ValueError(f"calibration_only[{i}] = {list(pair)} is not in the grid calibration_lrs x "
+                             f"calibration_steps {[list(g) for g in grid]}")
     shown = config["calibration_shown"]
     if not isinstance(shown, (list, tuple)) or not shown:
         raise TypeError("calibration_shown must be a non-empty list of category names")
@@ -341,6 +363,14 @@ def safety_grid(cfg: dict) -> list[dict[str, Any]]:
             for lr in cfg["calibration_lrs"]]
 
 
+def calibration_candidates(cfg: dict) -> list[tuple[int, dict[str, Any]]]:
+    """(position in `safety_grid`, candidate) of the candidates the calibration measures: those of
+    `calibration_only`, or the whole grid when it is empty."""
+    grid = safety_grid(cfg)
+    only = {(float(lr), int(st)) for lr, st in cfg.get("calibration_only") or []}
+    return [(i, c) for i, c in enumerate(grid) if not only or (c["safety_lr"], c["safety_steps"]) in only]
+
+
 def _default_safety(cfg: dict) -> dict[str, Any]:
     return {"safety_lr": float(cfg["safety_lr"]), "safety_steps": int(cfg["safety_steps"])}
 
@@ -359,6 +389,7 @@ def calibration_job(seed: int, cfg: dict) -> dict[str, Any]:
     `calibration_shown` and that hold no trigger of another category are the update's data. Each candidate of
     `safety_grid` tunes a copy of the original victim on them (with the retain mix) and its probe ASR is measured
     per category on `calibration_probes` one-trigger probes (the same replies' random stream for every candidate).
+    With `calibration_only`, only those candidates run, each with its grid position's random stream.
     """
     t0 = time.perf_counter()
     ws = build_world(seed, cfg, measure=False)
@@ -378,7 +409,7 @@ def calibration_job(seed: int, cfg: dict) -> dict[str, Any]:
     n = cfg["n_responses"]
     before = category_probe_asr(probes, victim, clf, n=n, generator=torch.Generator().manual_seed(seed + 5))
     after = []
-    for i, cand in enumerate(safety_grid(cfg)):
+    for i, cand in calibration_candidates(cfg):
         v = victim.clone()
         if data:
             v.safety_finetune(data, lambda p: REFUSAL_TEXT, steps=cand["safety_steps"], lr=cand["safety_lr"],
@@ -396,7 +427,7 @@ def choose_safety(cfg: dict, cal_runs: list[dict]) -> dict[str, Any]:
     safety_lr / safety_steps when there are none."""
     if not cal_runs:
         return {"chosen": _default_safety(cfg), "criterion_met": None, "table": [], "per_seed": []}
-    out = choose_safety_setting(safety_grid(cfg), cal_runs, cfg["calibration_shown"])
+    out = choose_safety_setting([c for _, c in calibration_candidates(cfg)], cal_runs, cfg["calibration_shown"])
     out["per_seed"] = cal_runs
     return out
 
@@ -660,11 +691,14 @@ def _pipeline(config: dict, seeds: list[int], arms: list[str], workers: int | No
         jobs[("world", s)] = {"kind": "world", "seed": s, "cfg": config}
     for s in seeds:
         for a in arms:
-            def make(inputs, a=a, s=s):
+            # only the Active Attacks arms update the victim: the plain arms start as soon as their world exists
+            active = a in ("aa", "reinforce_aa")
+
+            def make(inputs, a=a, s=s, active=active):
                 return {"kind": "arm", "arm": a, "seed": s, "cfg": config, "world_state": inputs[("world", s)],
-                        "safety": chosen(inputs)}
+                        "safety": chosen(inputs) if active else None}
             jobs[("arm", a, s)] = make
-            deps[("arm", a, s)] = [("world", s), *cal_keys]
+            deps[("arm", a, s)] = [("world", s), *(cal_keys if active else [])]
     for s in seeds:
         def make_eval(inputs, s=s):
             ar = {a: {"dataset": inputs[("arm", a, s)]["dataset"], "mle_samples": inputs[("arm", a, s)]["mle_samples"]}
@@ -679,8 +713,10 @@ def _pipeline(config: dict, seeds: list[int], arms: list[str], workers: int | No
             return {"kind": "real", "prompt_sets": sets, "max_new_tokens": config["real_judge_max_new_tokens"]}
         jobs[("real",)] = make_real
         deps[("real",)] = [("arm", a, seeds[0]) for a in arms]
-    # longest first among the ready jobs: calibration and worlds, then the AA arms, the other arms, evaluations
-    rank = {"cal": 0, "world": 1, "arm": 2, "real": 3, "eval": 4}
+    # among the ready jobs: worlds (they unlock the arms), calibration, the AA arms (the longest, and on the
+    # critical path through the calibration), the other arms, evaluations (a list-scheduling simulation with the
+    # measured job times put this order's makespan within 1 % of the 2-core bound)
+    rank = {"world": 0, "cal": 1, "arm": 2, "real": 3, "eval": 4}
 
     def priority(k):
         return (rank[k[0]], 0 if k[0] == "arm" and k[1] in ("aa", "reinforce_aa") else 1)
@@ -792,7 +828,12 @@ def run(config: dict) -> Result:
             paper="victim safety fine-tuning lr 3e-5, 200 steps (official code); ToxWorld spec 1e-3, 60 steps",
             details="Holds by selection when a candidate passes (the rule picks a passing one): sanity, not evidence. "
                     "Seeds " + ", ".join(str(c) for c in config["calibration_seeds"]) + " only; the evaluation "
-                    "seeds ran with the chosen setting unchanged. Candidates (lr x steps: passes, worst-seed "
+                    "seeds ran with the chosen setting unchanged. "
+                    + (f"This run measured {len(cal['table'])} of the {len(safety_grid(config))} grid candidates "
+                       "(calibration_only: the spec's 60 x 1e-3 and the one the whole grid chose, 200 x 3e-5, each "
+                       "with its grid position's random stream); `--scale medium` measures the whole grid. "
+                       if len(cal["table"]) < len(safety_grid(config)) else "")
+                    + "Candidates (lr x steps: passes, worst-seed "
                     "selectivity): " + "; ".join(f"{r['safety_lr']:g} x {r['safety_steps']}: "
                                                  f"{'pass' if r['passes'] else 'fail'}, {r['min_selectivity']:.2f}"
                                                  for r in cal["table"]) + ". Probe ASR after the chosen update per "
