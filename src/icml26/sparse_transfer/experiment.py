@@ -118,7 +118,7 @@ CONFIG_HELP: dict[str, str] = {
 }
 CONFIG_HELP.update({k: v for k, v in PAPER_CONFIG_HELP.items() if k not in CONFIG_HELP})
 
-EXPECTED_RUNTIME_S = {"smoke": 20, "small": 280, "medium": 1050, "paper": 12 * 3600}
+EXPECTED_RUNTIME_S = {"smoke": 20, "small": 240, "medium": 1050, "paper": 12 * 3600}
 
 ARMS = ("dm", "dm_anchor", "sparse_exact", "sparse_fd", "ot", "sparse_joint", "sparse_joint_1x32", "sparse_hinge",
         "dim2", "dim8")

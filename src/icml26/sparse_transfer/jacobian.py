@@ -3,7 +3,8 @@
 Two estimators of the entrywise l1 norm of the Jacobian J(x) = df/dx (inputs and outputs flattened, so
 J(x) is (d_out, d_in)):
 
-* `jacobian_l1_exact`: E_x sum_ij |J_ij(x)| through forward-mode tangents (`torch.func.jvp` + `vmap`);
+* `jacobian_l1_exact`: E_x sum_ij |J_ij(x)| through forward-mode tangents (`torch.func.jvp` + `vmap`; for a plain
+  Linear/LeakyReLU nn.Sequential the same tangent ops written out, bit-identical and 3-4x faster);
   optionally with the hinge of the official synthetic code, E_x relu(||J(x)||_1 - hinge).
 * `jacobian_l1_fd`: the paper's randomized masked finite-difference surrogate ("fd_l1"). For each of S probes
   and each sample b: a mask z_b in {0,1}^{d_in} with exactly k ones at uniformly random positions and a scalar
@@ -97,16 +98,48 @@ def probe_size(probe_frac: float, d_in: int) -> int:
     return max(1, min(d_in, round(probe_frac * d_in)))
 
 
+def _is_plain_mlp(f: object, x: torch.Tensor) -> bool:
+    """f is an nn.Sequential of nn.Linear and (out-of-place) nn.LeakyReLU only, applied to a (B, d_in) batch."""
+    return (isinstance(f, nn.Sequential) and len(f) > 0 and x.dim() == 2
+            and all(type(m) is nn.Linear or (type(m) is nn.LeakyReLU and not m.inplace) for m in f)
+            and type(f[0]) is nn.Linear)
+
+
+def _mlp_jacobian(f: nn.Sequential, x: torch.Tensor) -> torch.Tensor:
+    """`batch_jacobian` for a plain Linear/LeakyReLU MLP, with the ops jvp + vmap run, written out.
+
+    The d_in tangent directions e_j are stacked into one (d_in B, d) batch (vmap's layout); a Linear maps the
+    tangent by t W^T (addmm's forward-mode formula, the bias has no tangent), a LeakyReLU by
+    leaky_relu_backward(t, h) at its pre-activation h (its forward-mode formula). Same ops on the same layouts,
+    so the values and the parameter gradients are bit-identical to the torch.func path (tested), 3-4x faster
+    at B = 128, d = 3 (no functorch dispatch)."""
+    b, d_in = x.shape
+    t = torch.eye(d_in, dtype=x.dtype, device=x.device)[:, None, :].expand(d_in, b, d_in).reshape(d_in * b, d_in)
+    h = x
+    for m in f:
+        if type(m) is nn.Linear:
+            t = t.mm(m.weight.t())
+            h = nn.functional.linear(h, m.weight, m.bias)
+        else:  # the primal only enters through the mask (leaky_relu_backward's derivative in h is zero): detach
+            t = torch.ops.aten.leaky_relu_backward(t.reshape(d_in, b, -1), h.detach(), m.negative_slope,
+                                                   False).reshape(d_in * b, -1)
+            h = nn.functional.leaky_relu(h, m.negative_slope)
+    return t.reshape(d_in, b, -1).permute(1, 2, 0)  # (d_in, B, d_out) -> (B, d_out, d_in), as the vmap path
+
+
 def batch_jacobian(f: Fn, x: torch.Tensor) -> torch.Tensor:
     """Per-sample Jacobians (B, d_out, d_in) of f at the rows of x (forward mode, differentiable w.r.t. f's
     parameters).
 
     One Jacobian-vector product of the whole batch per input direction e_j, vmapped over the d_in directions
     (`torch.func.jvp` + `vmap`; 1.5x faster than `vmap(jacfwd(...))` over samples at B = 128, d = 3, same values).
-    f must treat samples independently (no batch norm in training mode).
+    A plain nn.Sequential of Linear and LeakyReLU layers takes the same computation written out (`_mlp_jacobian`,
+    bit-identical, 3-4x faster). f must treat samples independently (no batch norm in training mode).
     """
     _check_fn(f)
     x = _check_x(x, f)
+    if _is_plain_mlp(f, x):
+        return _mlp_jacobian(f, x)
     from torch.func import jvp, vmap
 
     bn = _batchnorm_in_training(f)
