@@ -3,8 +3,8 @@
 Per seed, one job builds the world once - the vulnerable victim (TinyLM d 64, 2 layers, pretrained on
 (prompt -> reply) pairs), the SFT attacker (TinyLM d 64, 2 layers, on 2,000 seed prompts: this is p_ref) and the
 bag-of-words toxicity classifier (3,000 labelled replies) - so both arms start identically. Then the arms run as
-parallel single-thread jobs: GFlowNet (T steps: spec 1000, small 400; batch 32, lr 1e-3, beta 0.1, gamma 1, buffer
-1000) and GFlowNet + Active Attacks (same, K = T / 5 -> 5 rounds, per-round victim SFT on the round's successful
+parallel single-thread jobs: GFlowNet (T = 1000 steps, batch 32, lr 1e-3, beta 0.1, gamma 1, buffer 1000) and
+GFlowNet + Active Attacks (same, K = 200 -> 5 rounds, per-round victim SFT on the round's successful
 prompts mixed 1:1 with benign retain pairs, calibrated on seeds 100-102, buffer reset). Evaluation per seed: V_GFN
 and V_AA = the ORIGINAL victim safety-tuned once on D_GFN / D_AA (2.5 x the per-round steps, same retain mix);
 cross-ASR with n_eval (spec 1,000, small 500) prompts drawn uniformly from each dataset (also from the MLE-smoothed
@@ -70,13 +70,13 @@ _SMALL: dict[str, Any] = {
     "classifier_corpus": 3000, "classifier_C": 1.0,
     "victim_temp": 0.7, "victim_top_p": 0.92, "victim_max_new_tokens": 8, "n_responses": 5,
     # red-teaming (spec 6)
-    # T and K are 0.4 x the spec's 1000 / 200 (and the reward-temperature anneal with them, 500 -> 200 steps) so
-    # that the small run fits 5 minutes on 2 cores (issue 33); the spec's values: --override steps=1000
-    # interval=200 reward_temp=[2.0,1.0,500]
-    "steps": 400, "batch_size": 32, "lr": 1e-3, "lr_log_z": 0.05, "beta": 0.1, "gamma": 1.0,
-    "reward_temp": [2.0, 1.0, 200], "buffer_size": 1000, "sim_tolerance": 0.4, "p_offline": 0.5,
+    # T and K stay the spec's: 0.4 x (400 / 80) fitted 5 minutes (289 s) but its 80-step rounds left the attacker
+    # too few steps to reopen the categories (round 2 found 170-450 attacks instead of ~1,700) and moved C1 and C2
+    # (docs/active_attacks.md, issue 33): it changed what the claims measure, so it was not kept
+    "steps": 1000, "batch_size": 32, "lr": 1e-3, "lr_log_z": 0.05, "beta": 0.1, "gamma": 1.0,
+    "reward_temp": [2.0, 1.0, 500], "buffer_size": 1000, "sim_tolerance": 0.4, "p_offline": 0.5,
     "temp_range": [0.5, 2.0], "seed_batches": 10, "kl_coef": 0.05,
-    "interval": 80, "safety_steps": 60, "safety_batch": 32, "safety_lr": 1e-3, "n_retain": 500,
+    "interval": 200, "safety_steps": 60, "safety_batch": 32, "safety_lr": 1e-3, "n_retain": 500,
     # calibration of the victim's safety update on seeds 100-102 (issue 33); it replaces safety_lr / safety_steps
     "calibration_seeds": [100, 101, 102], "calibration_lrs": [1e-3, 1e-4, 3e-5],
     "calibration_steps": [60, 200], "calibration_shown": ["insult", "violence"], "calibration_probes": 30,
@@ -136,14 +136,14 @@ CONFIG_HELP = {
     "victim_temp": "victim sampling temperature (spec: 0.7)", "victim_top_p": "victim nucleus p (spec: 0.92)",
     "victim_max_new_tokens": "victim reply cap, tokens (review note 7: <= 8)",
     "n_responses": "victim replies per prompt (spec: 5)",
-    "steps": "red-teaming steps T per arm (spec: 1000; small/medium: 400 for the 5-minute budget)",
+    "steps": "red-teaming steps T per arm (spec: 1000)",
     "batch_size": "prompts per step (spec: 32)",
     "lr": "attacker lr (spec: 1e-3)", "lr_log_z": "log Z head lr (our choice)", "beta": "toxicity exponent 1/beta",
     "gamma": "prior exponent 1/gamma", "reward_temp": "[start, end, steps] of the reward temperature",
     "buffer_size": "replay buffer capacity", "sim_tolerance": "normalised edit-distance dedup tolerance",
     "p_offline": "probability of a replay step", "temp_range": "on-policy temperature range",
     "seed_batches": "batches of SFT samples seeding the buffer", "kl_coef": "REINFORCE KL weight",
-    "interval": "Active Attacks round length K, steps (spec: 200; small/medium: 80 = T / 5)",
+    "interval": "Active Attacks round length K, steps (spec: 200)",
     "safety_steps": "per-round victim safety fine-tuning steps (spec: 60)",
     "safety_batch": "its batch (32)",
     "safety_lr": "lr of every victim safety fine-tuning, per round and for V_GFN / V_AA (spec: 1e-3); replaced by "
