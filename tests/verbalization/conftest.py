@@ -54,3 +54,9 @@ def hf_pair(tmp_path_factory, toy):
     tok = make_hf_tokenizer(toy["tok"].vocab[3:], folder)
     model = make_hf_llama(len(tok), folder)
     return folder, model, tok
+
+
+@pytest.fixture(scope="session")
+def hf_factory():
+    """The tiny-HF builders, for tests that need their own vocabulary (e.g. the real-LM LIT arm)."""
+    return make_hf_tokenizer, make_hf_llama

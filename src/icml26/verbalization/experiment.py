@@ -58,7 +58,8 @@ _TRAIN = {"batch_size": 64, "base_steps": 1500, "base_lr": 3e-3, "ft_steps": 400
           "lit_lora_rank": 8}
 _EVAL = {"ps_source_layers": [1, 2], "ps_target_layers": [0, 1], "probe_folds": 4, "probe_l2": [1e-2, 1e-1, 1.0],
          "probe_max_iter": 100, "inverter_texts": 1500, "real_lm": False, "real_lm_facts": 40, "real_lm_source_layers": [6, 12],
-         "real_lm_target_layers": [2, 6], "real_lm_max_new_tokens": 6}
+         "real_lm_target_layers": [2, 6], "real_lm_max_new_tokens": 6, "real_lm_lit": False, "real_lm_lit_train": 13,
+         "real_lm_lit_read_layer": 6, "real_lm_lit_rank": 8, "real_lm_lit_steps": 80}
 
 CONFIGS: dict[str, dict[str, Any]] = {
     "smoke": {"seeds": [0], "workers": 1, **_WORLD, **_MODEL, **_TRAIN, **_EVAL,
@@ -70,7 +71,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
               "probe_folds": 2},
     "small": {"seeds": [0, 1, 2], "workers": 0, **_WORLD, **_MODEL, **_TRAIN, **_EVAL},
     # the small experiment with the seeds the inconclusive hints ask for (issue 30), same code path
-    "medium": {"seeds": list(range(8)), "workers": 0, **_WORLD, **_MODEL, **_TRAIN, **_EVAL},
+    "medium": {"seeds": list(range(8)), "workers": 0, **_WORLD, **_MODEL, **_TRAIN, **_EVAL, "real_lm_lit": True},
     "paper": {  # spec 7: see icml26.verbalization.scale and docs/verbalization.md
         "seed": 0, "target_model": "meta-llama/Llama-3.1-8B-Instruct",
         "decoder_model": "meta-llama/Llama-3.1-8B-Instruct", "personaqa_dir": "", "personaqa_variant": "PersonaQA",
@@ -116,9 +117,14 @@ CONFIG_HELP = {
     "real_lm": "also run Patchscopes vs zero-shot on SmolLM2-135M-Instruct (reported, ~1-3 min)",
     "real_lm_facts": "country facts asked of SmolLM2", "real_lm_source_layers": "SmolLM2 source layers",
     "real_lm_target_layers": "SmolLM2 target layers", "real_lm_max_new_tokens": "SmolLM2 tokens generated",
+    "real_lm_lit": "also train a LoRA LIT decoder on SmolLM2 and run the real-LM positive control (claim RL, "
+                   "report-only; ~3 min on 2 cores, cached)",
+    "real_lm_lit_train": "countries the SmolLM2 LIT decoder is trained on (the rest are held out)",
+    "real_lm_lit_read_layer": "SmolLM2 layer the LIT decoder reads", "real_lm_lit_rank": "LoRA rank of that decoder",
+    "real_lm_lit_steps": "LIT training steps of that decoder",
 }
 
-EXPECTED_RUNTIME_S = {"smoke": 10, "small": 240, "medium": 660}
+EXPECTED_RUNTIME_S = {"smoke": 10, "small": 240, "medium": 1500}
 
 CHANCE_MARGIN = 0.10  # claims 1 and 2: acc_target <= chance + 0.10
 PROBE_MARGIN = 0.25  # claim 2: probe >= chance + 0.25
@@ -152,7 +158,7 @@ def validate_config(config: dict) -> None:
     for k in ("n_cultures", "n_values", "n_fantasy_values", "n_subjects", "n_objects", "d_model", "n_layers",
               "n_heads", "max_len", "batch_size", "base_steps", "ft_steps", "lit_steps", "max_new_tokens",
               "probe_folds", "lit_relation_repeat", "probe_max_iter", "inverter_texts", "real_lm_facts", "real_lm_max_new_tokens",
-              "relations"):
+              "relations", "real_lm_lit_train", "real_lm_lit_read_layer", "real_lm_lit_rank", "real_lm_lit_steps"):
         check_int(config[k], k, min=1)
     for k in ("n_personas", "n_fantasy", "n_generic", "n_roster", "n_fantasy_roster", "read_layer",
               "write_layer"):
@@ -172,6 +178,7 @@ def validate_config(config: dict) -> None:
         raise ValueError("rehearsal_fraction must be < 1")
     check_choice(config["lit_read"], "lit_read", ("target", "base"))
     check_bool(config["real_lm"], "real_lm")
+    check_bool(config["real_lm_lit"], "real_lm_lit")
     for k in ("ps_source_layers", "ps_target_layers", "real_lm_source_layers", "real_lm_target_layers",
               "attributes"):
         if not isinstance(config[k], (list, tuple)) or not config[k]:
@@ -682,6 +689,34 @@ def claim_patchscopes(per_seed: list[dict]) -> Claim:
                 f"(spec: training-free patching in a 2-layer toy may be weak)." + _verdict_note(d))
 
 
+def claim_real_lit(res: dict) -> Claim:
+    """RL: the positive control on a real LM (report-only): a LoRA LIT decoder on SmolLM2 answers currency and
+    capital questions about countries it never saw in LIT training, from their activations."""
+    ok = np.asarray(res["lit_correct"], dtype=float)
+    cl = np.asarray(res["clusters"])
+    if len(set(cl.tolist())) < 2:
+        iv = stats.Interval(-math.inf, math.inf, method="cluster-bootstrap", n=len(set(cl.tolist())), unit="clusters")
+    else:
+        iv = stats.bootstrap_interval(ok, clusters=cl, n_resamples=N_RESAMPLES)
+    d = stats.decide(float(ok.mean()), iv, PC_MIN, ">=", label="LIT on held-out countries >= 0.5")
+    return Claim(
+        id="RL", statement="Positive control on a real LM: a LoRA LIT decoder on SmolLM2-135M retrieves its own "
+                           "pre-training knowledge about countries it never saw in LIT training.",
+        metric="currency and capital of held-out countries ('I visited {country}' read at layer "
+               f"{res['read_layer']}, written at layer {res['write_layer']}): LIT accuracy (zero-shot reported)",
+        measured={"lit_heldout": res["lit_heldout"], "zero_shot_heldout": res["zero_shot_heldout"],
+                  "lit_train": res["lit_train"], "country_recovery_heldout": res["country_recovery_heldout"]},
+        threshold=f">= {PC_MIN} (the PC bar)", decision=d, kind="report",
+        paper="(the real counterpart of PC; the paper's LIT decoders answer world-knowledge questions: LIT 0.64 on "
+              "feature extraction, Llama-3.1-8B (s))",
+        details=f"{res['n_train']} training countries, {res['n_held']} held out ({len(ok)} items, clustered by "
+                f"country); LoRA rank {res['lora_rank']}, {res['steps']} steps; the decoder fits its training "
+                f"countries ({res['lit_train']:.2f}) and names the held-out country from its activations "
+                f"({res['country_recovery_heldout']:.2f}); the model itself reading the text (zero-shot) "
+                f"{res['zero_shot_heldout']:.2f}, the ceiling. Report-only (`--scale medium` or --set "
+                f"real_lm_lit=true)." + _verdict_note(d))
+
+
 # ------------------------------------------------------------------------------------------- figures
 _COND = {"a": "(a) consistent", "b": "(b) shuffled", "c": "(c) fantasy\nM2 unaware", "d": "(d) fantasy\nM2' mismatch",
          "e": "(e) fantasy\nM2'' shared", "f": "(f) feature\nextraction"}
@@ -840,6 +875,15 @@ def run(config: dict) -> Result:
             paper="Llama-3.1-8B: zero-shot 0.64 vs Patchscopes 0.38 (s)",
             details=f"{real['n']} facts; grid {real['patchscopes']['grid']}; paired item bootstrap of zero-shot - "
                     f"Patchscopes (any layer). Report-only (review note 7)." + _verdict_note(d_real)))
+    if cfg["real_lm_lit"]:
+        from icml26.verbalization.real_lm import smollm2_lit_pc
+
+        t = time.perf_counter()
+        rl = smollm2_lit_pc(cfg["real_lm_lit_train"], cfg["real_lm_lit_read_layer"], cfg["real_lm_lit_rank"],
+                            cfg["real_lm_lit_steps"])
+        timings["real_lm_lit_s"] = time.perf_counter() - t
+        metrics["real_lm_lit"] = rl
+        claims.append(claim_real_lit(rl))
     result = Result(slug=SLUG, scale=scale, config=config, metrics=metrics, claims=claims)
     result.add_figure("conditions", _fig_conditions(per_seed))
     result.add_figure("probe", _fig_probe(per_seed, per_seed[0]["c"]["chance"]))
@@ -852,4 +896,4 @@ def run(config: dict) -> Result:
 
 
 __all__ = ["CONFIGS", "CONFIG_HELP", "EXPECTED_RUNTIME_S", "validate_config", "run", "train_base_job",
-           "finetune_job", "lit_job", "evaluate_job", "job_graph"]
+           "finetune_job", "lit_job", "evaluate_job", "job_graph", "claim_real_lit"]

@@ -7,6 +7,12 @@ real country -> currency / capital facts: Patchscopes reads the country's last t
 source prompt "I visited {country}" and writes it at the "x" of "The official currency of x is" at a target layer;
 the zero-shot baseline reads "I visited {country}. The official currency of this country is". The real counterpart
 of condition (f); results are cached on disk (`cache_dir("verbalization")/smollm2_patchscopes_*.json`).
+
+`lit_world_knowledge` is the real-LM arm of the positive control PC (issue 37): a LoRA LIT decoder (a copy of the
+model, LoRA on attention and MLP, as the paper's LIT decoders) is trained on the activations of "I visited
+{country}" for the first `n_train` countries (currency, capital and "which country" questions) and asked the
+currency and capital of the held-out countries, which it knows from pre-training text only. `smollm2_lit_pc`
+runs it on SmolLM2 (cached like the Patchscopes arm).
 """
 
 from __future__ import annotations
@@ -21,9 +27,11 @@ import torch
 from icml26.common.paths import cache_dir
 from icml26.verbalization.baselines import ZeroShotBaseline
 from icml26.verbalization.controls import any_layer_accuracy, contains_match
-from icml26.verbalization.verbalize import PatchscopesVerbalizer
+from icml26.common.validation import check_int
+from icml26.verbalization.verbalize import LITVerbalizer, PatchscopesVerbalizer
 
-__all__ = ["load_smollm2", "REAL_FACTS", "real_fact_items", "smollm2_patchscopes"]
+__all__ = ["load_smollm2", "REAL_FACTS", "real_fact_items", "smollm2_patchscopes", "LIT_QUESTIONS",
+           "lit_world_knowledge", "smollm2_lit_pc"]
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -112,6 +120,79 @@ def smollm2_patchscopes(n_facts: int = 40, source_layers=(6, 12), target_layers=
            "patchscopes": any_layer_accuracy(sweep, ans), "examples": [
                {"source": s, "answer": a, "zero_shot": z, "patchscopes": sweep[(source_layers[0], target_layers[0])][i]}
                for i, (s, a, z) in enumerate(zip(src[:6], ans[:6], zs[:6]))]}
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(res, indent=1))
+    tmp.replace(path)
+    return res
+
+
+# LIT-mode questions (the read text is in the activations, so the question names no country)
+LIT_QUESTIONS = {"currency": "The official currency of this country is", "capital": "The capital city of this country is",
+                 "country": "The country in the text is"}
+
+
+def lit_world_knowledge(model, tokenizer, facts=None, n_train: int = 13, read_layer: int = 6, write_layer: int = 0,
+                        lora_rank: int = 8, steps: int = 80, lr: float = 1e-3, batch_size: int = 8, seed: int = 0,
+                        max_new_tokens: int = 6, placeholder: str = "?") -> dict:
+    """Positive control on a real LM: does a LoRA LIT decoder retrieve its own pre-training knowledge?
+
+    The decoder (a LoRA copy of `model`, reading `model`'s layer-`read_layer` states of every token of
+    "I visited {country}" written at `write_layer`) is trained on the first `n_train` of `facts` (currency,
+    capital, country-name questions) and evaluated on the rest: currency and capital of countries it never saw in
+    LIT training, next to the zero-shot baseline (the model reads the text itself). A decoder that memorised its
+    training countries fails here; one that reads the country and uses its own knowledge passes.
+    Returns accuracies, per-item 0/1 lists and the held-out countries (the clusters of the items).
+    """
+    facts = list(REAL_FACTS if facts is None else facts)
+    n_train = check_int(n_train, "n_train", min=1, max=len(facts) - 1)
+    for i, f in enumerate(facts):
+        if not (isinstance(f, (tuple, list)) and len(f) == 3 and all(isinstance(x, str) and x.strip() for x in f)):
+            raise ValueError(f"facts[{i}] must be a (country, currency, capital) triple of non-empty strings, got {f!r}")
+    train, held = facts[:n_train], facts[n_train:]
+    texts = [f"I visited {c}" for c, _, _ in train]
+    qas = [[(LIT_QUESTIONS["currency"], cur), (LIT_QUESTIONS["capital"], cap), (LIT_QUESTIONS["country"], c)]
+           for c, cur, cap in train]
+    torch.manual_seed(seed)
+    lit = LITVerbalizer(model, model, tokenizer, tokenizer, read_layer, write_layer, lora_rank=lora_rank,
+                        placeholder=placeholder, max_new_tokens=max_new_tokens, batch_size=16)
+    lit.fit(texts, qas, steps=steps, lr=lr, batch_size=batch_size, seed=seed)
+
+    def items(rows):
+        src, qs, ans, cl = [], [], [], []
+        for c, cur, cap in rows:
+            for rel, a in (("currency", cur), ("capital", cap)):
+                src.append(f"I visited {c}")
+                qs.append(LIT_QUESTIONS[rel])
+                ans.append(a)
+                cl.append(c)
+        return src, qs, ans, cl
+
+    src, qs, ans, cl = items(held)
+    lit_ok = contains_match(lit.verbalize(src, qs), ans)
+    zs = ZeroShotBaseline(model, tokenizer, prompt_format="{source}. {question}", max_new_tokens=max_new_tokens,
+                          batch_size=16)
+    zs_ok = contains_match(zs.verbalize(src, qs), ans)
+    t_src, t_qs, t_ans, _ = items(train)
+    train_ok = contains_match(lit.verbalize(t_src, t_qs), t_ans)
+    name_ok = contains_match(lit.verbalize([f"I visited {c}" for c, _, _ in held], LIT_QUESTIONS["country"]),
+                             [c.replace("the ", "") for c, _, _ in held])
+    return {"n_train": n_train, "n_held": len(held), "read_layer": read_layer, "write_layer": write_layer,
+            "lora_rank": lora_rank, "steps": steps, "lit_heldout": float(lit_ok.mean()),
+            "zero_shot_heldout": float(zs_ok.mean()), "lit_train": float(train_ok.mean()),
+            "country_recovery_heldout": float(name_ok.mean()), "lit_correct": [int(x) for x in lit_ok],
+            "zero_shot_correct": [int(x) for x in zs_ok], "clusters": cl,
+            "loss_last": float(sum(lit.history_[-10:]) / max(1, len(lit.history_[-10:])))}
+
+
+def smollm2_lit_pc(n_train: int = 13, read_layer: int = 6, lora_rank: int = 8, steps: int = 80,
+                   use_cache: bool = True) -> dict:
+    """`lit_world_knowledge` on SmolLM2-135M-Instruct (M1 = M2), cached on disk by its arguments."""
+    key = json.dumps([n_train, read_layer, lora_rank, steps, 1])
+    path = cache_dir("verbalization") / f"smollm2_lit_pc_{hashlib.sha256(key.encode()).hexdigest()[:12]}.json"
+    if use_cache and path.exists():
+        return json.loads(path.read_text())
+    model, tok = load_smollm2()
+    res = lit_world_knowledge(model, tok, n_train=n_train, read_layer=read_layer, lora_rank=lora_rank, steps=steps)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(res, indent=1))
     tmp.replace(path)
