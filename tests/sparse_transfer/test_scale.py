@@ -38,6 +38,7 @@ def test_image_data_and_config_errors(tmp_path):
         validate_paper_config({**TOY, "data": "npz"})
 
 
+@pytest.mark.slow  # ~11 s of process start-up for 2 gloo ranks (the package's tests must fit 30 s); run with -m slow
 def test_paper_scale_trainer_as_two_gloo_ranks_ends_with_identical_weights(tmp_path):
     from icml26.common import distributed as D
 
