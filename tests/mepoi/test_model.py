@@ -168,3 +168,27 @@ def test_trainer_rejects_bad_input_also_after_set_params():
         MEPOITrainer(d=8, layers=1, heads=2, window=500, epochs=1).fit(visits, pois)
     with pytest.raises(ValueError, match="not fitted"):
         MEPOITrainer().transform(["p0"])
+
+
+def test_fast_adamw_is_bit_identical_to_torch_adamw():
+    """The probe / CPU trainer optimizer replays torch.optim.AdamW's single-tensor update exactly."""
+    import torch
+
+    from icml26.mepoi.probe import _AdamW
+
+    def run(make):
+        torch.manual_seed(0)
+        net = torch.nn.Sequential(torch.nn.Linear(5, 7), torch.nn.ReLU(), torch.nn.Linear(7, 3))
+        opt = make(net.parameters())
+        g = torch.Generator().manual_seed(1)
+        for _ in range(25):
+            x = torch.randn(8, 5, generator=g)
+            loss = net(x).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        return [p.detach().clone() for p in net.parameters()]
+
+    a = run(lambda ps: torch.optim.AdamW(ps, lr=1e-2, weight_decay=0.01))
+    b = run(lambda ps: _AdamW(ps, lr=1e-2, weight_decay=0.01))
+    assert all(torch.equal(x, y) for x, y in zip(a, b))

@@ -295,7 +295,13 @@ class MEPOITrainer(BaseEstimator):
         nn.init.normal_(model.poi.table.weight, std=p["embedding_init_std"])
         model.set_priors(priors, text)
         model.to(device)
-        opt = make_optimizer(model, p["optimizer"], p["lr"], p["weight_decay"])
+        if p["optimizer"] == "adamw" and device.type == "cpu":
+            # torch's CPU AdamW update, bit for bit, without its per-step dispatch overhead (mepoi.probe._AdamW)
+            from icml26.mepoi.probe import _AdamW
+
+            opt = _AdamW(model.parameters(), lr=1e-3 if p["lr"] is None else p["lr"], weight_decay=p["weight_decay"])
+        else:
+            opt = make_optimizer(model, p["optimizer"], p["lr"], p["weight_decay"])
         sparse_ids = np.flatnonzero(~priors.is_anchor)
         train_idx, val_idx = win.index, win.index[:0]
         if p["val_fraction"] > 0:
@@ -449,7 +455,7 @@ def eval_loss(model: nn.Module, feats: dict[str, np.ndarray], windows: np.ndarra
     return {k: v / max(n, 1) for k, v in sums.items()}
 
 
-def train_epoch(model: nn.Module, opt: torch.optim.Optimizer, feats: dict[str, np.ndarray], windows: np.ndarray,
+def train_epoch(model: nn.Module, opt: Any, feats: dict[str, np.ndarray], windows: np.ndarray,
                 batch_size: int, sparse_ids: np.ndarray, prior_batch: int, rng: np.random.Generator,
                 device: torch.device) -> dict[str, float]:
     """One pass over the windows in a random order; returns the mean of each loss."""

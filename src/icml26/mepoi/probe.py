@@ -85,6 +85,41 @@ class _Net(nn.Module):
         return self.head(torch.cat([self.poi(p), self.text(t)], dim=1))
 
 
+class _AdamW:
+    """`torch.optim.AdamW`'s single-tensor update (CPU default: no amsgrad / maximize / capturable / foreach) as
+    the same tensor operations in the same order, so the weights are bit-identical (tests/mepoi/test_model.py), but
+    without the optimizer's per-step dispatch (hooks, profiler records, dynamo guards), which is most of a small
+    probe's step time. Step counts are Python ints (torch keeps float32 tensors; both give the same float `t`)."""
+
+    def __init__(self, params, lr: float, weight_decay: float, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8):
+        self.params = [q for q in params if q.requires_grad]
+        self.lr, self.wd, (self.b1, self.b2), self.eps = float(lr), float(weight_decay), betas, float(eps)
+        self.m = [torch.zeros_like(q, memory_format=torch.preserve_format) for q in self.params]
+        self.v = [torch.zeros_like(q, memory_format=torch.preserve_format) for q in self.params]
+        self.t = [0] * len(self.params)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:  # torch's default: gradients become None
+        for q in self.params:
+            q.grad = None
+
+    @torch.no_grad()
+    def step(self) -> None:
+        lr, b1, b2 = self.lr, self.b1, self.b2
+        for i, q in enumerate(self.params):
+            g = q.grad
+            if g is None:  # torch skips a parameter without a gradient (its step count does not advance)
+                continue
+            self.t[i] += 1
+            t = float(self.t[i])
+            if self.wd != 0:
+                q.mul_(1 - lr * self.wd)
+            self.m[i].lerp_(g, 1 - b1)
+            self.v[i].mul_(b2).addcmul_(g, g, value=1 - b2)
+            denom = (self.v[i].sqrt() / ((1 - b2 ** t) ** 0.5)).add_(self.eps)
+            q.addcdiv_(self.m[i], denom, value=-(lr / (1 - b1 ** t)))
+
+
 def auroc_columns(y: np.ndarray, s: np.ndarray, axis: int = 0) -> np.ndarray:
     """AUROC of scores `s` against 0/1 labels `y` along `axis` (Mann-Whitney with average ranks for ties), for
     every other index at once; NaN where the labels are all one class."""
@@ -276,7 +311,7 @@ class EmbedProbe(BaseEstimator):
         torch.manual_seed(p["seed"])
         dims = {k: v.shape[1] for k, v in Xtr.items()}
         net = _Net(mod, dims.get("text", 1), dims.get("poi", 1), n_out, p["hidden"], p["dropout"], p["architecture"])
-        opt = torch.optim.AdamW(net.parameters(), lr=p["lr"], weight_decay=p["weight_decay"])
+        opt = _AdamW(net.parameters(), lr=p["lr"], weight_decay=p["weight_decay"])  # = torch AdamW, bit for bit
         if spec.kind == "binary":
             npos = float(ytr.sum())
             loss_fn = nn.BCEWithLogitsLoss(pos_weight=torch.tensor(len(ytr) / npos if npos > 0 else 1.0))
