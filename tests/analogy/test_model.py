@@ -238,3 +238,15 @@ def test_freeze_holds_the_named_parameter_and_refuses_bad_names():
             fit(m, w.premises, 1, freeze=bad)
     with pytest.raises(ValueError, match="freeze"):
         CurriculumTrainer(m, "attr_then_sim", freeze=(("E",),))  # one entry per stage
+
+
+@pytest.mark.parametrize("freeze", [(), ("E",), ("U",)])
+def test_fast_gd_path_is_bit_identical_to_the_autograd_loop(freeze):
+    # fit's plain-GD fast path (two-token prompts) against the autograd loop it replaces: torch SGD at lr = 1 runs
+    # p - 1 * grad through autograd of the whole graph, the same arithmetic
+    w = AnalogyWorld(4, 3, 1, 2, seed=3)
+    a, b = (FactorizedTransformer(w.vocab_size, answer_sets=w.answer_sets, seed=3) for _ in range(2))
+    la = fit(a, w.premises, 150, lr=1.0, freeze=freeze)
+    lb = fit(b, w.premises, 150, lr=1.0, freeze=freeze, optimizer=lambda ps, lr: torch.optim.SGD(ps, lr=lr))
+    assert la == lb
+    assert torch.equal(a.E, b.E) and torch.equal(a.U, b.U)

@@ -249,12 +249,42 @@ def fit(model: FactorizedTransformer, premises: Sequence[Premise], steps: int, l
     def loss_fn() -> torch.Tensor:
         return nn.functional.cross_entropy(model.logits_from_counts(X, mask), y)
 
+    # Plain GD on prompts of two distinct tokens of count 1 each (every training premise): the same arithmetic as
+    # autograd through eqs. (2.1)-(2.3), without its overhead. h = X E^T is the sum of two columns of E (the exact
+    # value of the dense product: every other term is 0), and the grads are autograd's own mm's of its backward
+    # (grad_U = gz^T h, grad_h = gz U, grad_E = grad_h^T X); only gz = dloss/dz goes through autograd. Bit-identical
+    # to the autograd loop (tests/analogy/test_model.py checks it); 1.5x faster. Anything else: the autograd loop.
+    nz = X.nonzero()
+    pair = opt is None and bool((X.sum(1) == 2).all()) and nz.shape[0] == 2 * X.shape[0]
+    if pair:
+        first, second = nz[0::2, 1], nz[1::2, 1]  # nonzero() is row-major: two entries per row
+    E_, U_ = model.E, model.U
+    train_E, train_U = "E" not in freeze, "U" not in freeze
+
+    def fast_step() -> torch.Tensor:
+        with torch.no_grad():
+            Et = E_.T
+            h = Et[first] + Et[second]
+            z = (h @ U_.T).requires_grad_()
+        with torch.enable_grad():
+            loss = nn.functional.cross_entropy(z.masked_fill(~mask, float("-inf")), y)
+            (gz,) = torch.autograd.grad(loss, [z])
+        with torch.no_grad():
+            gE = gz.mm(U_).t().mm(X) if train_E else None
+            if train_U:
+                U_.sub_(lr * gz.t().mm(h))
+            if gE is not None:
+                E_.sub_(lr * gE)
+        return loss
+
     losses = []
     if callback is not None and log_every:
         callback(0, model)
     for step in range(1, steps + 1):
-        loss = loss_fn()
-        if opt is None:
+        loss = fast_step() if pair else loss_fn()
+        if pair:
+            pass  # fast_step updated E and U
+        elif opt is None:
             grads = torch.autograd.grad(loss, params)
             with torch.no_grad():
                 for p_, g_ in zip(params, grads):
