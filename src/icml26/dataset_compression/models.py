@@ -18,6 +18,34 @@ from icml26.common.validation import check_int, check_seed
 ModelFactory = Callable[[], nn.Module]
 
 
+class _Pool2(torch.autograd.Function):
+    """`F.avg_pool2d(x, 2)` for even H, W, bit for bit, ~2-3x faster on small CPU batches (the students' hot spot).
+
+    Forward sums the four pixels in the CPU kernel's order ((x00 + x01) + x10) + x11, then / 4; backward gives
+    every input pixel its window's grad / 4, as the kernel does (each pixel is in exactly one window).
+    """
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor) -> torch.Tensor:
+        B, C, H, W = x.shape
+        v = x.reshape(B, C, H // 2, 2, W // 2, 2)
+        ctx.hw = (H, W)
+        return (v[:, :, :, 0, :, 0] + v[:, :, :, 0, :, 1] + v[:, :, :, 1, :, 0] + v[:, :, :, 1, :, 1]) / 4
+
+    @staticmethod
+    def backward(ctx, g: torch.Tensor) -> torch.Tensor:
+        H, W = ctx.hw
+        rows = torch.arange(H, device=g.device) // 2
+        cols = torch.arange(W, device=g.device) // 2
+        return (g / 4).index_select(3, cols).index_select(2, rows)
+
+
+def _pool2(x: torch.Tensor) -> torch.Tensor:
+    if x.device.type == "cpu" and x.shape[-1] % 2 == 0 and x.shape[-2] % 2 == 0:
+        return _Pool2.apply(x)
+    return F.avg_pool2d(x, 2)
+
+
 class ConvNet(nn.Module):
     """conv3x3(in -> w1)-ReLU-avgpool2 -> conv3x3(w1 -> w2)-ReLU-avgpool2 -> linear(w2 * (R/4)^2 -> classes).
 
@@ -49,8 +77,8 @@ class ConvNet(nn.Module):
         self.fc = nn.Linear(w2 * (image_size // 4) ** 2, num_classes)
 
     def features(self, x: torch.Tensor) -> torch.Tensor:
-        x = F.avg_pool2d(F.relu(self.conv1(x)), 2)
-        x = F.avg_pool2d(F.relu(self.conv2(x)), 2)
+        x = _pool2(F.relu(self.conv1(x)))
+        x = _pool2(F.relu(self.conv2(x)))
         return x.flatten(1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
