@@ -20,9 +20,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def smoke():
-    # the smoke configuration shrunk to what the test needs (80 POIs, 1 week, 2-epoch probes): the same code path
+    # the smoke configuration shrunk to what the test needs (80 POIs, 1 week, 2-epoch probes): the same code path,
+    # with every arm (extra_arms defaults to on outside small)
     return X.run(dict(X.CONFIGS["smoke"], scale="smoke", n_poi=80, n_agents=30, weeks=1, d=8, window=6, max_steps=8,
-                      min_visits=5, prior_batch=8, n_boot=50, probe_hidden=8, probe_max_epochs=3, probe_patience=2))
+                      min_visits=5, prior_batch=8, n_boot=50, probe_hidden=8, probe_max_epochs=2, probe_patience=1))
 
 
 def test_smoke_run_result(smoke):
@@ -78,7 +79,8 @@ def test_medium_at_toy_size_trains_one_pair_per_seed():
     cfg = {**X.CONFIGS["medium"], "world": "synthetic", "n_poi": 80, "n_agents": 30, "weeks": 1, "seeds": [0, 1],
            "text_encoder": "hashing", "d": 8, "layers": 1, "heads": 2, "ffn": 16, "window": 6, "max_steps": 8,
            "min_visits": 5, "batch_size": 32, "prior_batch": 8, "workers": 1, "n_boot": 50, "probe_hidden": 8,
-           "probe_max_epochs": 2, "probe_patience": 1, "scale": "medium"}
+           "probe_max_epochs": 2, "probe_patience": 1, "scale": "medium",
+           "extra_arms": False}  # the report-only arms are the smoke run's (test_smoke_run_result); this test is the pairing
     res = X.run(cfg)
     assert set(res.metrics["training"]) == {"lambda1_seed0", "lambda0_seed0", "lambda1_seed1", "lambda0_seed1"}
     assert res.scale == "medium" and all(c.verdict in ("held", "not held", "inconclusive") for c in res.claims)
