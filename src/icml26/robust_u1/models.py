@@ -64,10 +64,11 @@ class TinyRestorer(nn.Module):
 
     def residual(self, x: torch.Tensor) -> torch.Tensor:
         h = x
+        inplace = not torch.is_grad_enabled()  # no graph to keep: ReLU in place (same values, one buffer less)
         for i, conv in enumerate(self.convs):
             h = conv(h)
             if i < len(self.convs) - 1:
-                h = F.relu(h)
+                h = F.relu(h, inplace=inplace)
         return h
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -150,6 +151,15 @@ class GaussianRestorationPolicy(nn.Module):
         return ref.eval()
 
 
+def _max_pool2_values(h: torch.Tensor) -> torch.Tensor:
+    """2 x 2, stride-2 max pooling (floor mode) as two element-wise maxima of strided views: the values of
+    `F.max_pool2d(h, 2)` (max is exact), 5-8x faster than its CPU kernel on these small NCHW maps. Inference
+    only: with a graph `ConvFeatures` keeps max_pool2d (a hand-written backward was no faster)."""
+    h = h[..., : h.shape[-2] // 2 * 2, : h.shape[-1] // 2 * 2]
+    t = torch.maximum(h[..., 0::2, :], h[..., 1::2, :])
+    return torch.maximum(t[..., 0::2], t[..., 1::2])
+
+
 class ConvFeatures(nn.Module):
     """conv3x3(16) - ReLU - maxpool2 - conv3x3(32) - ReLU - maxpool2 - linear(dim) - ReLU: (N, C, H, W) -> (N, dim)."""
 
@@ -169,7 +179,14 @@ class ConvFeatures(nn.Module):
         if x.shape[-1] != self.image_size or x.shape[-2] != self.image_size or x.shape[1] != self.in_channels:
             raise ValueError(f"images must be (N, {self.in_channels}, {self.image_size}, {self.image_size}), got "
                              f"{tuple(x.shape)}")
-        h = F.max_pool2d(F.relu(self.c1(x)), 2)
+        if not torch.is_grad_enabled():
+            # inference: pool first, then ReLU in place on the 4x smaller map. max and ReLU commute exactly
+            # (ReLU is monotone), so the values are bit for bit those of the training path below (and of
+            # F.max_pool2d(F.relu(.), 2))
+            h = F.relu_(_max_pool2_values(self.c1(x)))
+            h = F.relu_(_max_pool2_values(self.c2(h)))
+            return F.relu_(self.fc(h.flatten(1)))
+        h = F.max_pool2d(F.relu(self.c1(x)), 2)  # with a graph: max_pool2d's own backward (first maximum)
         h = F.max_pool2d(F.relu(self.c2(h)), 2)
         return F.relu(self.fc(h.flatten(1)))
 
