@@ -37,6 +37,7 @@ from icml26.common.validation import (
     check_seed,
     check_tensor,
 )
+from icml26.dataset_compression import _optim
 from icml26.dataset_compression.augment import TileConstrainedRandomResizedCrop
 from icml26.dataset_compression.models import ModelFactory, make_model
 from icml26.dataset_compression.scoring import default_factory
@@ -274,8 +275,13 @@ def train_student(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, 
                   weight_decay: float, seed: int, progress: str | None = None, device: Any = "cpu") -> dict:
     """The protocol's training loop on trusted inputs (`evaluate` validates them); trains `model` in place."""
     g = torch.Generator().manual_seed(seed)
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: cosine_lr(s, steps))
+    params = list(model.parameters())
+    if all(p.device.type == "cpu" and p.dtype == torch.float32 for p in params):
+        # torch.optim.AdamW + LambdaLR's update, bit for bit, without the optimizer's per-step dispatch (_optim)
+        opt, sched = _optim.AdamW(params, weight_decay=weight_decay), None
+    else:
+        opt = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: cosine_lr(s, steps))
     fast = isinstance(augment, TileConstrainedRandomResizedCrop)
     if fast:
         size, factor, scale, ratio, flip = augment._validated()
@@ -283,7 +289,7 @@ def train_student(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, 
         teacher.eval()
     model.train()
     losses = []
-    for _ in tqdm(range(steps), desc=progress, disable=progress is None, leave=False):
+    for step in tqdm(range(steps), desc=progress, disable=progress is None, leave=False):
         idx = torch.randint(len(images), (batch_size,), generator=g)
         x = images[idx]
         if fast:
@@ -298,10 +304,13 @@ def train_student(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, 
             loss = kd_loss(logits, t_logits, temperature)
         else:
             loss = F.cross_entropy(logits, labels[idx].to(device))
-        opt.zero_grad(set_to_none=True)
+        opt.zero_grad()
         loss.backward()
-        opt.step()
-        sched.step()
+        if sched is None:
+            opt.step(lr * cosine_lr(step, steps))  # LambdaLR's value: base lr x multiplier of this step
+        else:
+            opt.step()
+            sched.step()
         losses.append(loss.detach())
     tail = max(1, steps // 10)
     return {"train_loss": float(torch.stack(losses[-tail:]).mean())}

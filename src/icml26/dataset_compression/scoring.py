@@ -25,6 +25,7 @@ import torch
 import torch.nn.functional as F
 
 from icml26.common.validation import check_array, check_float, check_int, check_seed, check_tensor
+from icml26.dataset_compression import _optim
 from icml26.dataset_compression.models import ModelFactory, convnet_factory, make_model
 
 
@@ -82,7 +83,11 @@ def _train_recording(model: torch.nn.Module, X: torch.Tensor, y: torch.Tensor, e
                      lr: float, weight_decay: float, seed: int,
                      record: Callable[[int, torch.Tensor, torch.Tensor], None] | None = None) -> None:
     """Plain minibatch training; `record(epoch, idx, logits)` sees each batch's pre-update logits (detached)."""
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    params = list(model.parameters())
+    fast = all(p.device.type == "cpu" and p.dtype == torch.float32 for p in params)
+    # on CPU: torch.optim.AdamW's update bit for bit, without its per-step dispatch (_optim)
+    opt = _optim.AdamW(params, weight_decay=weight_decay) if fast else torch.optim.AdamW(params, lr=lr,
+                                                                                          weight_decay=weight_decay)
     g = torch.Generator().manual_seed(seed)
     model.train()
     for epoch in range(epochs):
@@ -93,9 +98,12 @@ def _train_recording(model: torch.nn.Module, X: torch.Tensor, y: torch.Tensor, e
             if record is not None:
                 record(epoch, idx, logits.detach())
             loss = F.cross_entropy(logits, y[idx])
-            opt.zero_grad(set_to_none=True)
+            opt.zero_grad()
             loss.backward()
-            opt.step()
+            if fast:
+                opt.step(lr)
+            else:
+                opt.step()
 
 
 def _prepare(X, y, model_factory):
