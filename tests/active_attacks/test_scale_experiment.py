@@ -28,9 +28,20 @@ def _toy_paper_config(tmp_path: Path) -> dict:
     return cfg
 
 
-def test_smoke_run():
-    cfg = {**E.CONFIGS["smoke"], "scale": "smoke"}
-    res = E.run(cfg)
+# the smoke config with fewer evaluation draws (plumbing only; CONFIGS["smoke"] itself is unchanged): the run is
+# shared by the tests below (one run per session)
+_SMOKE = {**E.CONFIGS["smoke"], "scale": "smoke", "n_eval": 16, "asr_samples": 16, "benign_heldout": 8,
+          "mle_samples": 16, "probes_per_category": 4, "victim_corpus": 200}
+
+
+@pytest.fixture(scope="session")
+def smoke_result():
+    return E.run(dict(_SMOKE))
+
+
+def test_smoke_run(smoke_result):
+    cfg = _SMOKE
+    res = smoke_result
     ids = {c.id for c in res.claims}
     assert {"C1", "C2", "C3a", "C3b", "K1", "R5"} <= ids
     assert all(c.gate for c in res.claims if c.id in ("C1", "C2", "C3a", "C3b"))
@@ -70,11 +81,13 @@ def test_every_config_validates_and_typos_are_refused():
         E.validate_config({**E.CONFIGS["small"], "round_probes": 500})
 
 
-def test_calibration_only_measures_a_subset_with_the_grid_streams():
+def test_calibration_only_measures_a_subset_with_the_grid_streams(smoke_result):
     """small measures 2 of the 6 grid candidates (issue 33's runtime): each keeps its grid position's random stream,
     so its numbers equal the whole grid's, and the rule chooses among the measured ones."""
-    cfg = {**E.CONFIGS["smoke"], "scale": "smoke", "calibration_lrs": [1e-3, 1e-4], "calibration_steps": [3]}
-    full = E.calibration_job(100, cfg)
+    cfg = dict(_SMOKE)
+    assert cfg["calibration_lrs"] == [1e-3, 1e-4] and cfg["calibration_steps"] == [3] and not cfg["calibration_only"]
+    full = smoke_result.metrics["calibration"]["per_seed"][0]  # the smoke run's whole-grid calibration of seed 100
+    assert full["seed"] == 100 and len(full["after"]) == 2
     sub_cfg = {**cfg, "calibration_only": [[1e-4, 3]]}
     E.validate_config(sub_cfg)
     assert E.calibration_candidates(sub_cfg) == [(1, {"safety_lr": 1e-4, "safety_steps": 3})]
