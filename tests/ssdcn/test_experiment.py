@@ -6,9 +6,14 @@ import pytest
 from icml26.ssdcn import claims as C
 from icml26.ssdcn.experiment import CONFIGS, EXPECTED_RUNTIME_S, _SMOKE, normalized, run, validate_config
 
+# the plumbing at the smallest sizes the config allows (LR sides = rank_spatial = 4; test side 32 > SSIM window):
+# keeps `pytest tests/ssdcn` within 30 s. CONFIGS["smoke"] itself is checked by the validation test below.
+TINY = {"n_train": 4, "train_size": 16, "n_val": 2, "n_test": 2, "test_size": 32, "steps": 2,
+        "flop_sizes": [32, 64, 128]}
+
 
 def test_smoke_run():
-    res = run({**CONFIGS["smoke"], "scale": "smoke"})
+    res = run({**CONFIGS["smoke"], **TINY, "scale": "smoke"})
     ids = {c.id for c in res.claims}
     assert {"L", "C1", "C2", "C3", "C4", "C5", "I1", "I2", "D"} <= ids
     assert {c.id for c in res.claims if c.gate} == {"C2", "C3"}
@@ -27,7 +32,7 @@ def test_smoke_run():
 def test_medium_path_at_toy_size():
     """The medium config's sweep + seeds path: each model keeps the lr with the best validation PSNR, the first
     seed's run at that lr is reused, the other seeds train at it."""
-    cfg = {**CONFIGS["medium"], **_SMOKE, "scale": "medium", "seeds": [0, 1], "lr_grid": [1e-3, 3e-2],
+    cfg = {**CONFIGS["medium"], **_SMOKE, **TINY, "scale": "medium", "seeds": [0, 1], "lr_grid": [1e-3, 3e-2],
            "models": ["ssdcn", "small_cnn"], "steps": 2}
     res = run(cfg)
     t = res.metrics["table"]

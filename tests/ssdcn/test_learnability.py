@@ -13,7 +13,7 @@ from icml26.ssdcn.baselines import TransformerBlock
 from icml26.ssdcn.ssdcn import SSDCB, GatedDWConvFFN, LocalBranch
 
 MARGIN_DB = 0.3
-BANDS, STEPS = 16, 100
+BANDS, STEPS, BATCH = 16, 100, 2  # batch 2 (4 before): ~1 s less; gains +0.61 / +1.04 / +1.08 dB, landed +0.21
 
 
 def _cubes(n: int, seed: int, size: int = 32) -> torch.Tensor:
@@ -65,7 +65,7 @@ def data():
 
 def _gain(model: nn.Module, data) -> float:
     lr, hr, test_lr, test, bic = data
-    fit(model, lr, hr, steps=STEPS, batch_size=4, lr_rate=2e-3, seed=0)
+    fit(model, lr, hr, steps=STEPS, batch_size=BATCH, lr_rate=2e-3, seed=0)
     return float(np.mean(evaluate(model, test_lr, test, full=False)["psnr"])) - bic
 
 
