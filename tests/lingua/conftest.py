@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import csv
 import json
 
@@ -12,13 +13,28 @@ from icml26.lingua import ActivitySpec, KitchenWorld, WorldConfig
 from icml26.lingua.synthetic import default_activities
 
 
+class MemoWorld(KitchenWorld):
+    """A KitchenWorld that renders each video once per test session: `video(i)` is deterministic in (seed, i)
+    (test_world_is_deterministic_and_well_formed checks it on fresh worlds), and every call returns a deep copy, so
+    no test can change another test's video. Rendering was ~4 s of the folder's run, most of it re-renders."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._rendered: dict[int, tuple] = {}
+
+    def video(self, index):
+        if index not in self._rendered:
+            self._rendered[index] = super().video(index)
+        return copy.deepcopy(self._rendered[index])
+
+
 @pytest.fixture(scope="session")
 def world():
     """A faster, plainer world for unit tests of the method: shorter gaps, 3-4 activities per video, no object
     variants and no off-event changes (the default world, with both, is tested in test_perception_world and
     test_experiment)."""
     plain = [ActivitySpec(a.name, a.goal, a.steps, a.synonyms) for a in default_activities()]  # no variants
-    return KitchenWorld(WorldConfig(activities=plain, gap_s=(1.5, 3.0), idle_s=(1.0, 2.0), n_activities=(3, 4),
+    return MemoWorld(WorldConfig(activities=plain, gap_s=(1.5, 3.0), idle_s=(1.0, 2.0), n_activities=(3, 4),
                                     off_event_rate=0.0), seed=3)
 
 
