@@ -1,40 +1,15 @@
 """Smoke run of the reproduction, config contract, and tests that every gate can fail: each gate's claim function
 is driven with a deliberately broken arm (verdict "not held") and with a tiny sample ("inconclusive"); the frozen-E
-mutation passes C2 and is caught by the two controls only."""
+mutation passes C2 and is caught by the two controls only. The gate tests' runs (fixture `gate_runs`, 2 seeds per
+arm, sizes in conftest.py) train in a background worker while the other tests run."""
 
 import copy
 
 import pytest
 
 from icml26.analogy import experiment
-from icml26.analogy.baselines import run_gpt_curriculum, run_two_hop
-from icml26.common import run_parallel
+from icml26.analogy.baselines import run_gpt_curriculum
 from icml26.results import Result
-
-SEEDS = (0, 1)
-_FROZEN = ((), ("E",))  # the mutation: E held fixed in stage 2 (stage 2 cannot move entity representations)
-
-
-@pytest.fixture(scope="module")
-def arms():
-    """Every minimal-model arm the gate tests need, 2 seeds each, on 2 single-thread workers (the runs are cut to
-    what each property needs: transfer and forgetting show long before 3000 steps)."""
-    spec = {
-        "joint": dict(schedule="joint", steps_per_stage=1200),
-        "attribute_only": dict(schedule="attribute_only", steps_per_stage=600),
-        "untyped": dict(schedule="attr_then_sim", steps_per_stage=(1000, 1000), typed=False),
-        "short": dict(schedule="attr_then_sim", steps_per_stage=(200, 1200)),
-        "sim": dict(schedule="sim_then_attr", steps_per_stage=(1200, 1200)),
-        "frozen_attr": dict(schedule="attr_then_sim", steps_per_stage=(1200, 400), freeze=_FROZEN),
-        "frozen_short": dict(schedule="attr_then_sim", steps_per_stage=(200, 400), freeze=_FROZEN),
-        "frozen_noind": dict(schedule="attr_then_sim", steps_per_stage=(1200, 400), n_individual=0, freeze=_FROZEN),
-    }
-    # experiment._curriculum_job is importable in the workers (a function of this test module is not)
-    jobs = [{"arm": n, "kwargs": {**kw, "seed": s}} for n, kw in spec.items() for s in SEEDS]
-    out = {}
-    for r in run_parallel(experiment._curriculum_job, jobs, workers=2):
-        out.setdefault(r["arm"], []).append(r)
-    return out
 
 
 def _col(runs, key):
@@ -43,7 +18,10 @@ def _col(runs, key):
 
 def test_smoke_run_structure():
     cfg = copy.deepcopy(experiment.CONFIGS["smoke"])
-    cfg["scale"] = "smoke"
+    # the smoke config with fewer steps (the structure, not the numbers, is under test here): 40 GD steps per
+    # stage instead of 300, 2 GPT steps instead of 20
+    cfg.update(scale="smoke", steps_per_stage=40, short_first_stage=10, two_hop_steps=20, eval_every=20,
+               gpt_steps_per_stage=2)
     res = experiment.run(cfg)
     assert isinstance(res, Result) and res.slug == "analogy"
     assert [c.id for c in res.claims] == ["C1", "C2", "C2-short", "C2-noind", "C3", "C3-nobridge", "R1", "R3", "R2"]
@@ -95,8 +73,8 @@ def test_validate_config_refuses_a_typo():
         experiment.validate_config(cfg)
 
 
-def test_joint_gate_held_not_held_inconclusive(arms):
-    ok, broken = arms["joint"], arms["attribute_only"]  # attribute_only: the similarity premises dropped
+def test_joint_gate_held_not_held_inconclusive(gate_runs):
+    ok, broken = gate_runs["joint"], gate_runs["attribute_only"]  # attribute_only: the similarity premises dropped
     good = experiment.check_joint(_col(ok, "accuracy"), _col(ok, "same_cos"), _col(ok, "cross_cos"))
     bad = experiment.check_joint(_col(broken, "accuracy"), _col(broken, "same_cos"), _col(broken, "cross_cos"))
     assert good.verdict == "held" and bad.verdict == "not held"
@@ -104,12 +82,12 @@ def test_joint_gate_held_not_held_inconclusive(arms):
     assert one.verdict == "inconclusive" and "one seed cannot bound" in one.details
 
 
-def test_asymmetry_gate_fails_when_the_arms_are_swapped_or_forgotten(arms):
+def test_asymmetry_gate_fails_when_the_arms_are_swapped_or_forgotten(gate_runs):
     sim, attr = [1.0, 1.0, 1.0], [0.25, 0.21, 0.38]
     ret = {"joint": [1, 1, 1], "sim_then_attr": [1, 1, 1], "attr_then_sim": [1, 1, 1]}
     assert experiment.check_asymmetry(sim, attr, ret).verdict == "held"
     assert experiment.check_asymmetry(attr, sim, ret).verdict == "not held"
-    untyped = arms["untyped"]  # untyped softmax forgets "a is c"
+    untyped = gate_runs["untyped"]  # untyped softmax forgets "a is c"
     assert max(_col(untyped, "retention")) < 0.9
     c = experiment.check_asymmetry(sim[:2], attr[:2], dict(ret, attr_then_sim=_col(untyped, "retention")))
     assert c.verdict == "not held"
@@ -118,8 +96,8 @@ def test_asymmetry_gate_fails_when_the_arms_are_swapped_or_forgotten(arms):
     assert c.verdict == "inconclusive" and "would decide it" in c.details and "--scale medium" in c.details
 
 
-def test_control_gate_held_not_held_inconclusive(arms):
-    short, frozen = arms["short"], arms["frozen_short"]
+def test_control_gate_held_not_held_inconclusive(gate_runs):
+    short, frozen = gate_runs["short"], gate_runs["frozen_short"]
     # two seeds of the working control: held, or inconclusive when one seed dips (t with 1 df is wide)
     assert experiment.check_control("C2-short", _col(short, "accuracy"), 0.80, "short").verdict != "not held"
     assert experiment.check_control("C2-short", _col(frozen, "accuracy"), 0.80, "short").verdict == "not held"
@@ -127,23 +105,34 @@ def test_control_gate_held_not_held_inconclusive(arms):
     assert c.verdict == "inconclusive" and "one seed cannot bound" in c.details
 
 
-def test_frozen_E_mutation_passes_C2_and_only_the_controls_catch_it(arms):
+def _c2_and_controls(runs, attr, short, noind):
+    """Verdicts of C2 and its two controls on the given attr_then_sim arms (the same sim_then_attr arm for C2)."""
+    sim, a = runs["sim"], runs[attr]
+    c2 = experiment.check_asymmetry(_col(sim, "accuracy"), _col(a, "accuracy"),
+                                    {"sim_then_attr": _col(sim, "retention"), "attr_then_sim": _col(a, "retention")})
+    return {"C2": c2,
+            "C2-short": experiment.check_control("C2-short", _col(runs[short], "accuracy"), 0.80, "short"),
+            "C2-noind": experiment.check_control("C2-noind", _col(runs[noind], "accuracy"), 0.90, "noind")}
+
+
+def test_frozen_E_mutation_passes_C2_and_only_the_controls_catch_it(gate_runs):
     """Issue 41: a bug in attr_then_sim's similarity stage that stops it from moving the entity representations
     (E frozen in stage 2 of that arm and of its controls, which share its code) blocks transfer without
-    forgetting, so C2 (attr_then_sim <= 0.60 with retention) still holds; C2-short and C2-noind must fail."""
-    fs, fa = arms["sim"], arms["frozen_attr"]
-    c2 = experiment.check_asymmetry(_col(fs, "accuracy"), _col(fa, "accuracy"),
-                                    {"sim_then_attr": _col(fs, "retention"), "attr_then_sim": _col(fa, "retention")})
-    assert c2.verdict == "held", c2.details  # C2 alone does not see the mutation
-    short = experiment.check_control("C2-short", _col(arms["frozen_short"], "accuracy"), 0.80, "short")
-    noind = experiment.check_control("C2-noind", _col(arms["frozen_noind"], "accuracy"), 0.90, "noind")
-    assert short.verdict == "not held" and noind.verdict == "not held"
-    assert max(_col(arms["frozen_short"], "accuracy") + _col(arms["frozen_noind"], "accuracy")) < 0.3
+    forgetting, so C2 (attr_then_sim <= 0.60 with retention) still holds; C2-short and C2-noind must fail. The
+    frozen arms have the sizes of their unfrozen twins, which pass: the freeze is the only difference."""
+    ok = _c2_and_controls(gate_runs, "attr", "short", "noind")
+    assert ok["C2"].verdict == "held" and ok["C2-noind"].verdict == "held", (ok["C2"].details, ok["C2-noind"].details)
+    assert ok["C2-short"].verdict != "not held"  # 2 seeds of the working control: held or inconclusive
+    mutated = _c2_and_controls(gate_runs, "frozen_attr", "frozen_short", "frozen_noind")
+    verdicts = {cid: c.verdict for cid, c in mutated.items()}
+    # C2 alone does not see the mutation; the two controls do
+    assert verdicts == {"C2": "held", "C2-short": "not held", "C2-noind": "not held"}, verdicts
+    assert max(_col(gate_runs["frozen_short"], "accuracy") + _col(gate_runs["frozen_noind"], "accuracy")) < 0.3
+    assert min(_col(gate_runs["short"], "accuracy") + _col(gate_runs["noind"], "accuracy")) > 0.8
 
 
-def test_two_hop_gate_fails_without_bridges():
-    on = [run_two_hop(True, s, steps=600) for s in SEEDS]
-    off = [run_two_hop(False, s, steps=600) for s in SEEDS]
+def test_two_hop_gate_fails_without_bridges(gate_runs):
+    on, off = gate_runs["two_hop_bridge"], gate_runs["two_hop_no_bridge"]
     assert experiment.check_two_hop(_col(on, "composed"), _col(on, "analogical")).verdict == "held"
     assert experiment.check_two_hop(_col(off, "composed"), _col(off, "analogical")).verdict == "not held"
     nb = experiment.check_no_bridge(_col(off, "composed"), _col(off, "analogical"))
