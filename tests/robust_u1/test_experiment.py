@@ -7,8 +7,11 @@ from icml26.robust_u1.experiment import CONFIG_HELP, CONFIGS, EXPECTED_RUNTIME_S
 
 def test_toy_medium_run_computes_every_claim_from_the_run():
     # one toy-sized run covers smoke and medium: the smoke sizes with medium's extra arm (the Stage III init
-    # ablation) and 2 seeds, so the second seed runs each Stage II arm at the lr chosen on the first
-    res = run({**CONFIGS["smoke"], "n_seeds": 2, "methods": CONFIGS["medium"]["methods"], "scale": "medium"})
+    # ablation) and 2 seeds, so the second seed runs each Stage II arm at the lr chosen on the first; a narrower,
+    # shallower restorer, fewer training images and the smallest GRPO groups (it tests the wiring, not numbers)
+    toy = {"restorer_channels": 4, "restorer_depth": 2, "split": [0.05, 0.05, 0.9], "test_fraction": 0.007,
+           "grpo_batch": 8, "group_size": 2, "n_boot": 20}
+    res = run({**CONFIGS["smoke"], **toy, "n_seeds": 2, "methods": CONFIGS["medium"]["methods"], "scale": "medium"})
     ids = [c.id for c in res.claims]
     assert ids[:4] == ["C1", "C2", "C3", "C4"] and all(c.kind == "gate" for c in res.claims[:4])
     assert all(c.kind == "report" and c.verdict == "measured" for c in res.claims[4:]) and {"R1", "R2", "R4"} <= set(ids)

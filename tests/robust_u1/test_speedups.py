@@ -44,7 +44,7 @@ def _images(n: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
 
 def test_inference_fast_paths_equal_the_training_path_bit_for_bit():
     torch.manual_seed(0)
-    xc, _ = _images(300)
+    xc, _ = _images(72)  # a quarter all-zero images plus dark ones: ties in the ReLUs and pooling windows
     f, r = ConvFeatures(), TinyRestorer()
     with torch.no_grad():
         assert torch.equal(f(xc), _old_features(f, xc))
