@@ -54,6 +54,22 @@ def test_dm_errors(digits8):
         dm.fit(digits8["X"], digits8["y"])
 
 
+def test_dm_init_indices_start_from_those_images(digits8):
+    X, y = digits8["X"], digits8["y"]
+    idx = RandomSelector(3).fit(X, y).select(2)
+    dm = DistributionMatching(ipc=2, iters=0).fit(X, y, init_indices=idx)
+    assert torch.equal(dm.images_, X[torch.as_tensor(idx)]) and dm.labels_.tolist() == y[idx].tolist()
+    # any order: classes are laid out 0..K-1, each class's images in the order given (a list reads like an array)
+    rev = DistributionMatching(ipc=2, iters=0).fit(X, y, init_indices=list(idx[::-1]))
+    assert torch.equal(rev.images_, X[torch.as_tensor(idx.reshape(10, 2)[:, ::-1].reshape(-1).copy())])
+    with pytest.raises(ValueError, match="init_indices"):
+        DistributionMatching(ipc=2, iters=0).fit(X, y, init_indices=idx[:-1])  # class 9 has one
+    with pytest.raises(ValueError, match="init_indices"):
+        DistributionMatching(ipc=2, iters=0).fit(X, y, init_indices=[len(X)] + list(idx[1:]))
+    with pytest.raises(ValueError, match="init_indices"):
+        DistributionMatching(ipc=2, iters=0).fit(X, y, init_indices=np.asarray(idx, float) + 0.5)
+
+
 def _random_set(d, ipc=1, seed=0):
     idx = RandomSelector(seed).fit(d["X"], d["y"]).select(ipc)
     return CompressedSet(d["X"][idx], d["y"][idx], name="random")

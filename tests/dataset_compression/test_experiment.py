@@ -40,8 +40,9 @@ def test_config_contract():
     assert set(CONFIGS) == {"smoke", "small", "medium", "paper"} and EXPECTED_RUNTIME_S["medium"] <= 1800
     med, small = CONFIGS["medium"], CONFIGS["small"]
     assert med["device"] == "auto" and med["n_seeds"] > small["n_seeds"]
-    assert {k: v for k, v in med.items() if k not in ("n_seeds", "device")} == {
-        k: v for k, v in small.items() if k not in ("n_seeds", "device")}  # the same experiment, more seeds
+    assert {k: v for k, v in med.items() if k not in ("n_seeds", "soft_seeds", "device")} == {
+        k: v for k, v in small.items() if k not in ("n_seeds", "soft_seeds", "device")}  # same experiment, more seeds
+    assert med["soft_seeds"] >= med["n_seeds"] and small["soft_seeds"] >= small["n_seeds"]
     assert small["soft_draws"] == small["n_draws"]  # issue 39: C6b averages Random-soft over every draw
 
 
@@ -49,12 +50,20 @@ def test_medium_runs_at_toy_size():
     toy = {**CONFIGS["medium"], **{k: CONFIGS["smoke"][k] for k in ("steps", "teacher_steps", "el2n_models",
                                                                      "el2n_epochs", "forgetting_epochs", "dm_iters",
                                                                      "n_draws", "ipcs", "workers")},
-           "n_seeds": 2, "soft_draws": 1, "lossy": False, "soft": False, "steps": 2, "teacher_steps": 2,
+           "n_seeds": 2, "soft_draws": 1, "soft_seeds": 3, "lossy": False, "steps": 2, "teacher_steps": 2,
            "widths": [4, 8], "batch_size": 16, "scale": "medium"}  # toy size: the medium code path, in seconds
     res = run(toy)
     assert res.scale == "medium" and res.metrics["device"] in ("cpu", "cuda")
     c = {c.id: c for c in res.claims}
     assert len(c["C1-ipc1"].per_seed) == 2 and c["C1-ipc1"].interval.n == 2
+    # C6b's seeds past n_seeds (seed 2) add only its two arms; seeds 0-1 are shared with the main run
+    t, runs = res.metrics["table"], res.metrics["runs"]
+    assert sorted({(r["method"], r["draw"]) for r in runs if r["seed"] == 2}) == [("dm_soft", 0), ("random_soft", 0)]
+    assert len(t["c6b/dm_soft/1"]["per_seed"]) == 3 and len(t["main/dm_soft/1"]["per_seed"]) == 2
+    assert t["c6b/random_soft/1"]["per_seed"][:2] == t["main/random_soft/1"]["per_seed"]
+    assert c["C6b"].interval.n == 3 and c["C6a"].interval.n == 2 and "Judged on 3 seeds" in c["C6b"].details
+    with pytest.raises(ValueError, match="soft_seeds"):
+        validate_config({**CONFIGS["small"], "soft_seeds": 2})
     with pytest.raises(ValueError, match="device"):
         validate_config({**CONFIGS["small"], "device": "tpu"})
 

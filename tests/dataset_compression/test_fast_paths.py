@@ -104,3 +104,40 @@ def test_scoring_training_bit_identical_to_torch_adamw(digits, monkeypatch):
     monkeypatch.setattr(scoring, "_train_recording", _reference_recording)
     assert np.array_equal(el2n, scoring.el2n_scores(X, y, n_models=2, epochs=2, batch_size=16, random_state=1))
     assert np.array_equal(forg, scoring.forgetting_scores(X, y, epochs=3, batch_size=16, random_state=1))
+
+
+def test_pool2_without_a_graph_equals_avg_pool2d():
+    x = torch.randn(5, 8, 6, 4, generator=torch.Generator().manual_seed(1)).relu()
+    with torch.no_grad():
+        out = models._pool2(x.clone().requires_grad_())
+    assert torch.equal(out, F.avg_pool2d(x, 2)) and not out.requires_grad
+    assert torch.equal(models._pool2(x), F.avg_pool2d(x, 2))
+
+
+class _TorchAdam:
+    """The DM loop's optimiser before the speed-up: torch.optim.Adam, stepped with the same lr."""
+
+    def __init__(self, params, weight_decay):
+        assert weight_decay == 0.0
+        self.params, self.opt = list(params), None
+
+    def zero_grad(self):
+        for p in self.params:
+            p.grad = None
+
+    def step(self, lr):
+        if self.opt is None:
+            self.opt = torch.optim.Adam(self.params, lr=lr)
+        self.opt.step()
+
+
+def test_dm_bit_identical_to_torch_adam(digits, monkeypatch):
+    from icml26.dataset_compression import baselines
+
+    X, y = digits["X"][::2], digits["y"][::2]
+    kw = dict(iters=25, lr=0.05, batch_real=6, random_state=4)
+    fast = [baselines.DistributionMatching(ipc, **kw).fit(X, y) for ipc in (1, 2)]
+    monkeypatch.setattr(baselines._optim, "AdamW", _TorchAdam)
+    ref = [baselines.DistributionMatching(ipc, **kw).fit(X, y) for ipc in (1, 2)]
+    for a, b in zip(fast, ref):
+        assert torch.equal(a.images_, b.images_) and np.array_equal(a.loss_history_, b.loss_history_)

@@ -29,6 +29,7 @@ import torch
 from sklearn.base import BaseEstimator
 
 from icml26.common.validation import check_array, check_choice, check_float, check_int, check_seed
+from icml26.dataset_compression import _optim
 from icml26.dataset_compression.benchmark import CompressedSet
 from icml26.dataset_compression.models import ModelFactory, make_model, mlp_embedding_factory
 from icml26.dataset_compression.scoring import SCORERS, DIFFICULTY_SIGN, check_images, check_pixel_range
@@ -240,7 +241,10 @@ class DistributionMatching(BaseEstimator):
                 raise ValueError(f"clip must have lo < hi, got {tuple(self.clip)}")
         check_seed(self.random_state, "random_state")
 
-    def fit(self, X, y) -> DistributionMatching:
+    def fit(self, X, y, init_indices=None) -> DistributionMatching:
+        """Distill from (X (N, C, H, W) in `clip`, y (N,)). `init_indices` (optional): indices into X of the
+        initial synthetic images, `ipc` of each class (e.g. a `RandomSelector`'s `select(ipc)`), used in place of
+        `init`'s own draw (the reproduction pairs DM with the Random arm this way: same starting images)."""
         self._check_params()
         # DM clips its pixels to `clip` after every step: 0..255 images would be silently squashed into [0, 1]
         x = check_images(X)
@@ -255,16 +259,31 @@ class DistributionMatching(BaseEstimator):
         g = torch.Generator().manual_seed(seed)
         factory = self.embed_factory or mlp_embedding_factory(int(np.prod(x.shape[1:])))
         reals = [x[torch.from_numpy(i)] for i in by_class]
-        syn = []
-        for r in reals:
-            if self.init == "noise":
-                syn.append(torch.rand((ipc, *x.shape[1:]), generator=g))
-            elif ipc == len(r):
-                syn.append(r.clone())
-            else:
-                syn.append(r[torch.randperm(len(r), generator=g)[:ipc]].clone())
+        syn: list[torch.Tensor] = []
+        if init_indices is not None:
+            ii = check_array(init_indices, "init_indices", ndim=1, dtype=np.int64)
+            if len(ii) and (ii.min() < 0 or ii.max() >= len(yy)):
+                raise ValueError(f"init_indices must index X (0..{len(yy) - 1}), got values in [{ii.min()}, "
+                                 f"{ii.max()}]")
+            per_class = [ii[yy[ii] == c] for c in range(k)]
+            if any(len(v) != ipc for v in per_class):
+                raise ValueError(f"init_indices must hold ipc={ipc} indices of each class, got "
+                                 f"{[len(v) for v in per_class]} per class")
+            syn = [x[torch.from_numpy(v)].clone() for v in per_class]
+        else:
+            for r in reals:
+                if self.init == "noise":
+                    syn.append(torch.rand((ipc, *x.shape[1:]), generator=g))
+                elif ipc == len(r):
+                    syn.append(r.clone())
+                else:
+                    syn.append(r[torch.randperm(len(r), generator=g)[:ipc]].clone())
         syn_t = torch.cat(syn).requires_grad_(True)
-        opt = torch.optim.Adam([syn_t], lr=float(self.lr))
+        lr = float(self.lr)
+        # torch.optim.Adam's CPU single-tensor update bit for bit (AdamW without weight decay is Adam), without its
+        # per-step dispatch and the imports of its first step (tests/dataset_compression/test_fast_paths.py)
+        cpu = syn_t.device.type == "cpu"
+        opt = _optim.AdamW([syn_t], weight_decay=0.0) if cpu else torch.optim.Adam([syn_t], lr=lr)
         history = []
         br = int(self.batch_real)
         for it in range(int(self.iters)):
@@ -273,9 +292,9 @@ class DistributionMatching(BaseEstimator):
                 p.requires_grad_(False)
             batch = [r if br >= len(r) else r[torch.randperm(len(r), generator=g)[:br]] for r in reals]
             loss = dm_loss(embed, batch, list(syn_t.split(ipc)))
-            opt.zero_grad(set_to_none=True)
+            opt.zero_grad()
             loss.backward()
-            opt.step()
+            opt.step(lr) if cpu else opt.step()
             if self.clip is not None:
                 with torch.no_grad():
                     syn_t.clamp_(float(self.clip[0]), float(self.clip[1]))

@@ -11,8 +11,10 @@ then one fresh student per (method, IPC, selection draw) under one protocol: Ada
 over 400 steps, batch 64 drawn with replacement, RandomResizedCrop(R, scale=(0.5, 1)) for ordinary images and
 the same crop confined to one tile for canvases; hard labels unless stated. Random and Random+C+A are averaged
 over 3 selection draws per seed (selection seed separate from the training seed; review note 3); every arm of
-a seed shares the split and the training seed, so differences are paired. Stages run as parallel
-single-thread processes (`run_parallel`).
+a seed shares the split and the training seed, so differences are paired. Every job runs on one pool of
+single-thread processes (`run_graph`): a seed's students start as soon as its teacher, scores and DM exist.
+C6b's two arms (DM and Random with soft labels, IPC 1) run on `soft_seeds` seeds (>= n_seeds): a seed past
+n_seeds adds only its teacher, DM at IPC 1 and those students, built as a main seed builds them.
 
 Deviations (spec 6 -> here, all from the review notes): ConvNet widths 16 -> 32 (not 32 -> 64); IPC 5 left out
 of the timed run (`--set ipcs=[1,2,5]` adds it); soft-label Random uses `soft_draws` (3, all) of its
@@ -34,7 +36,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from icml26.common import run_parallel
+from icml26.common.parallel import default_workers, run_graph
 from icml26.common.validation import check_bool, check_choice, check_float, check_int, check_seed, require_keys
 from icml26.dataset_compression.augment import RandomResizedCrop, TileConstrainedRandomResizedCrop
 from icml26.dataset_compression.baselines import DistributionMatching, HerdingSelector, RandomSelector
@@ -66,18 +68,19 @@ _SMALL: dict[str, Any] = {
     "seed": 0, "n_seeds": 3, "dataset": "digits", "ipcs": [1, 2], "factor": 2,
     "steps": 400, "batch_size": 64, "lr": 3e-3, "weight_decay": 0.01, "widths": [16, 32],
     "crop_scale": [0.5, 1.0], "wide_crop_scale": [0.08, 1.0],
-    "n_draws": 3, "lossy": True, "soft": True, "soft_draws": 3, "temperature": 4.0, "teacher_steps": 1000,
+    "n_draws": 3, "lossy": True, "soft": True, "soft_draws": 3, "soft_seeds": 5, "temperature": 4.0,
+    "teacher_steps": 1000,
     "el2n_models": 4, "el2n_epochs": 3, "forgetting_epochs": 30,
     "dm_iters": 300, "dm_lr": 0.05, "dm_batch_real": 32, "dm_width": 128, "workers": 0, "device": "cpu",
 }
 CONFIGS: dict[str, dict[str, Any]] = {
-    "smoke": {**_SMALL, "n_seeds": 1, "ipcs": [1], "steps": 10, "n_draws": 1, "soft_draws": 1,
+    "smoke": {**_SMALL, "n_seeds": 1, "ipcs": [1], "steps": 10, "n_draws": 1, "soft_draws": 1, "soft_seeds": 1,
               "teacher_steps": 10,
               "el2n_models": 1, "el2n_epochs": 1, "forgetting_epochs": 2, "dm_iters": 3, "workers": 1},
     "small": _SMALL,
     # the same experiment on more seeds: the small run's inconclusive gates (sd 1-2 points per seed at 1-3 points
     # from their bars) ask for ~5-12 seeds; ~95 s per seed on 2 cores
-    "medium": {**_SMALL, "n_seeds": MEDIUM_SEEDS, "device": "auto"},
+    "medium": {**_SMALL, "n_seeds": MEDIUM_SEEDS, "soft_seeds": MEDIUM_SEEDS, "device": "auto"},
     "paper": dict(PAPER_CONFIG),
 }
 
@@ -96,6 +99,8 @@ CONFIG_HELP: dict[str, str] = {
     "lossy": "also run the lossy setting (digits at R = 8, 4x4 tiles) for Random, PCA, Random+C+A",
     "soft": "also run the soft-label block (Random and DM with teacher soft labels at IPC 1)",
     "soft_draws": "random selection draws with soft labels (<= n_draws)",
+    "soft_seeds": "seeds of C6b's arms (DM and Random with soft labels, IPC 1; >= n_seeds): seeds past n_seeds add "
+                  "only a teacher, DM at IPC 1 and those students",
     "temperature": "soft-label temperature T", "teacher_steps": "teacher training steps (whole pool)",
     "el2n_models": "EL2N models K", "el2n_epochs": "EL2N early training epochs per model",
     "forgetting_epochs": "epochs of the forgetting-events run",
@@ -141,8 +146,10 @@ def validate_config(config: dict[str, Any]) -> None:
         raise ValueError(f"ipcs must be strictly increasing and include 1, got {config['ipcs']!r}")
     f = check_int(config["factor"], "factor", min=1, max=8)
     for key_ in ("steps", "batch_size", "teacher_steps", "el2n_models", "el2n_epochs", "forgetting_epochs",
-                 "dm_batch_real", "dm_width", "n_draws", "soft_draws"):
+                 "dm_batch_real", "dm_width", "n_draws", "soft_draws", "soft_seeds"):
         check_int(config[key_], key_, min=1)
+    if config["soft_seeds"] < config["n_seeds"]:
+        raise ValueError(f"soft_seeds ({config['soft_seeds']}) must be >= n_seeds ({config['n_seeds']})")
     check_int(config["dm_iters"], "dm_iters", min=0)
     check_int(config["workers"], "workers", min=0)
     if config["soft_draws"] > config["n_draws"]:
@@ -254,12 +261,46 @@ def train_job(seed: int, setting: str, method: str, ipc: int, draw: int, images:
             "train_loss": res["train_loss"], "time_s": res["time_s"], "n_images": res["n_images"]}
 
 
+def _job(**kw) -> dict:
+    """One job of the run's graph: a prepare job (has "kind") or a student (`train_job`)."""
+    return prepare_job(**kw) if "kind" in kw else train_job(**kw)
+
+
 def draw_seed(seed: int, draw: int) -> int:
     """Selection seed of random draw `draw` in seed `seed` (independent of the training seed)."""
     return 10_000 * (seed + 1) + draw
 
 
 # ------------------------------------------------------------------------------------------- run
+def _soft_only_jobs(seed: int, cfg: dict, prep: dict) -> list[dict]:
+    """C6b's students of a seed past n_seeds: Random (soft) over `soft_draws` draws and DM (soft), IPC 1, built
+    exactly as a main seed builds them (same selection seeds, DM random_state = seed, teacher of the seed)."""
+    d = _data(cfg["dataset"], seed, RESOLUTIONS[cfg["dataset"]]["main"])
+    teacher_state = prep["teacher"]["teacher_state"]
+    common = dict(seed=seed, setting="main", ipc=1, factor=1, crop="rrc", label_mode="soft",
+                  teacher_state=teacher_state, cfg=cfg)
+    jobs = []
+    for draw in range(cfg["soft_draws"]):
+        idx = RandomSelector(draw_seed(seed, draw)).fit(d.X_pool, d.y_pool).select(1)
+        jobs.append(dict(common, method="random_soft", draw=draw, images=d.X_pool[idx], labels=d.y_pool[idx]))
+    jobs.append(dict(common, method="dm_soft", draw=0, images=prep["dm"]["images"][1], labels=torch.arange(10)))
+    return jobs
+
+
+def _n_jobs(cfg: dict, main: bool) -> int:
+    """How many students `_jobs_for_seed` (main=True) or `_soft_only_jobs` (main=False) makes for one seed."""
+    if not main:
+        return cfg["soft_draws"] + 1
+    n = 0
+    for ipc in cfg["ipcs"]:
+        n += 2 * cfg["n_draws"] + 7 + (2 if ipc == 1 else 0)
+        if cfg["soft"] and ipc == 1:
+            n += cfg["soft_draws"] + 1
+        if cfg["lossy"]:
+            n += 2 * cfg["n_draws"] + 1
+    return n
+
+
 def _jobs_for_seed(seed: int, cfg: dict, prep: dict, keep: dict) -> list[dict]:
     """Every stage-2 training of one seed; `keep` collects the compressed sets needed for storage/figures."""
     ipcs, f = cfg["ipcs"], cfg["factor"]
@@ -323,13 +364,19 @@ def _jobs_for_seed(seed: int, cfg: dict, prep: dict, keep: dict) -> list[dict]:
     return jobs
 
 
-def aggregate(runs: list[dict], seeds: list[int], soft_draws: int) -> dict[str, list[float]]:
-    """table["setting/method/ipc"] = [accuracy (points) per seed, averaged over draws], plus the hard-label
-    Random restricted to the soft arm's draws ("random_hard_paired")."""
+def aggregate(runs: list[dict], seeds: list[int], soft_draws: int,
+              soft_seeds: list[int] | None = None) -> dict[str, list[float]]:
+    """table["setting/method/ipc"] = [accuracy (points) per seed of `seeds`, averaged over draws], plus the
+    hard-label Random restricted to the soft arm's draws ("random_hard_paired") and, with `soft_seeds`, C6b's two
+    arms over those seeds ("c6b/random_soft/1", "c6b/dm_soft/1")."""
     acc: dict[tuple, list[float]] = {}
     for r in runs:
         acc.setdefault((r["setting"], r["method"], r["ipc"], r["seed"]), []).append(r["acc"])
     table: dict[str, list[float]] = {}
+    for method in ("random_soft", "dm_soft") if soft_seeds else ():
+        if all(("main", method, 1, s) in acc for s in soft_seeds):
+            table[key("c6b", method, 1)] = [float(np.mean(acc[("main", method, 1, s)])) for s in soft_seeds]
+    acc = {k: v for k, v in acc.items() if k[3] in seeds}
     for setting, method, ipc in sorted({k[:3] for k in acc}):
         if all((setting, method, ipc, s) in acc for s in seeds):
             table[key(setting, method, ipc)] = [float(np.mean(acc[(setting, method, ipc, s)])) for s in seeds]
@@ -352,22 +399,62 @@ def run(config: dict) -> Result:
     cfg = copy.deepcopy(config)
     t0 = time.perf_counter()
     seeds = [cfg["seed"] + i for i in range(cfg["n_seeds"])]
+    soft_seeds = [cfg["seed"] + i for i in range(cfg["soft_seeds"])] if cfg["soft"] else []
+    extra = [s for s in soft_seeds if s not in seeds]  # C6b's seeds past n_seeds: teacher, DM at IPC 1, soft students
     workers = cfg.get("workers") or None
-    kinds = ("teacher", "forgetting", "el2n", "dm")  # longest first: better packing on 2 workers
-    prep_list = run_parallel(prepare_job, [{"kind": k, "seed": s, "cfg": cfg} for k in kinds for s in seeds],
-                             workers=workers, desc="teacher, scores, DM")
-    prep = {s: {p["kind"]: p for p in prep_list if p["seed"] == s} for s in seeds}
-    t1 = time.perf_counter()
+    # one pool for both stages (run_graph): a seed's students start as soon as its teacher, scores and DM exist.
+    # Prepare jobs come first, longest first (teacher, DM, forgetting, EL2N: better packing); each seed's students
+    # heaviest first (soft labels, then the main setting).
+    kinds = ("teacher", "dm", "forgetting", "el2n")
+    cfg1 = {**cfg, "ipcs": [1]}  # an extra seed's teacher (herding) and DM at IPC 1 only: the same as a main seed's
+    jobs: dict = {("prep", k, s): {"kind": k, "seed": s, "cfg": cfg} for s in seeds for k in kinds}
+    jobs.update({("prep", k, s): {"kind": k, "seed": s, "cfg": cfg1} for s in extra for k in ("teacher", "dm")})
+    deps: dict = {}
     keep: dict = {}
-    jobs = [j for s in seeds for j in _jobs_for_seed(s, cfg, prep[s], keep)]
-    jobs.sort(key=lambda j: (j["setting"] != "main", j["label_mode"] != "soft"))  # heavy jobs first
-    runs = run_parallel(train_job, jobs, workers=workers, desc="students")
-    t2 = time.perf_counter()
+    built: dict[int, list[dict]] = {}
 
-    table = aggregate(runs, seeds, cfg["soft_draws"])
+    def student(seed: int, n: int):
+        def make(inputs: dict) -> dict:
+            if seed not in built:
+                prep = {k: v for (_, k, _s), v in inputs.items()}
+                js = _jobs_for_seed(seed, cfg, prep, keep) if seed in seeds else _soft_only_jobs(seed, cfg, prep)
+                if len(js) != _n_jobs(cfg, seed in seeds):  # the plan below must match what was built
+                    raise RuntimeError(f"seed {seed}: built {len(js)} students, planned {_n_jobs(cfg, seed in seeds)}")
+                built[seed] = sorted(js, key=lambda j: (j["label_mode"] != "soft", j["setting"] != "main"))
+            return built[seed][n]
+        return make
+
+    for s in seeds + extra:
+        for n in range(_n_jobs(cfg, s in seeds)):
+            jobs[("train", s, n)] = student(s, n)
+            deps[("train", s, n)] = [k for k in jobs if k[0] == "prep" and k[2] == s]
+
+    def priority(k):
+        # prepare jobs seed by seed; then students by rank within their seed (heaviest first), seeds interleaved
+        return (0, k[2], kinds.index(k[1])) if k[0] == "prep" else (1, k[2], k[1])
+
+    schedule: list[dict] = []
+    done = run_graph(_job, jobs, deps, workers=workers, priority=priority, desc="teacher, scores, DM, students",
+                     schedule=schedule)
+    prep_list = [v for k, v in done.items() if k[0] == "prep"]
+    prep = {s: {p["kind"]: p for p in prep_list if p["seed"] == s} for s in seeds + extra}
+    runs = [v for k, v in done.items() if k[0] == "train"]
+    t2 = time.perf_counter()
+    t1 = t0 + max(r["end_s"] for r in schedule if r["job"][0] == "prep")  # when the last prepare job ended
+
+    table = aggregate(runs, seeds, cfg["soft_draws"], soft_seeds or None)
     teacher_acc = [prep[s]["teacher"]["teacher_acc"] for s in seeds]
+    soft_teacher_acc = [prep[s]["teacher"]["teacher_acc"] for s in soft_seeds]
+    # wall seconds one more seed of C6b's arms costs on these workers: a teacher, DM at IPC 1, the soft students
+    c6b_cost = None
+    if soft_seeds:
+        s_last = soft_seeds[-1]
+        t_soft = sum(r["time_s"] for r in runs if r["seed"] == s_last and r["method"] in ("random_soft", "dm_soft"))
+        t_dm = prep[s_last]["dm"]["time_s"] / (1 if s_last in extra else len(cfg["ipcs"]))
+        c6b_cost = (prep[s_last]["teacher"]["time_s"] + t_dm + t_soft) / (workers or default_workers())
     claims = build_claims(table, cfg["ipcs"], lossy=cfg["lossy"], soft=cfg["soft"], teacher_acc=teacher_acc,
-                          dataset=cfg["dataset"], cost_per_seed_s=(t2 - t0) / len(seeds))
+                          dataset=cfg["dataset"], cost_per_seed_s=(t2 - t0) / len(seeds),
+                          soft_teacher_acc=soft_teacher_acc, c6b_cost_per_seed_s=c6b_cost)
     summary = {k: {"mean": float(np.mean(v)), "std": float(np.std(v, ddof=1)) if len(v) > 1 else 0.0,
                    "per_seed": v} for k, v in table.items()}
     storage = {}
