@@ -170,8 +170,11 @@ def test_trainer_rejects_bad_input_also_after_set_params():
         MEPOITrainer().transform(["p0"])
 
 
-def test_fast_adamw_is_bit_identical_to_torch_adamw():
-    """The probe / CPU trainer optimizer replays torch.optim.AdamW's single-tensor update exactly."""
+@pytest.mark.parametrize("lr, wd, skip_every", [(1e-2, 0.01, 0), (1e-3, 1e-10, 0), (1e-2, 0.0, 0), (1e-2, 0.01, 3)])
+def test_fast_adamw_is_bit_identical_to_torch_adamw(lr, wd, skip_every):
+    """The probe / CPU trainer optimizer replays torch.optim.AdamW's single-tensor update exactly: the _foreach_
+    path (every parameter at one step count), the per-tensor path (a parameter without a gradient every
+    `skip_every` steps falls behind), and the skipped decay multiply where (1 - lr * wd) is 1.0 in float32."""
     import torch
 
     from icml26.mepoi.probe import _AdamW
@@ -181,14 +184,44 @@ def test_fast_adamw_is_bit_identical_to_torch_adamw():
         net = torch.nn.Sequential(torch.nn.Linear(5, 7), torch.nn.ReLU(), torch.nn.Linear(7, 3))
         opt = make(net.parameters())
         g = torch.Generator().manual_seed(1)
-        for _ in range(25):
+        for i in range(25):
             x = torch.randn(8, 5, generator=g)
             loss = net(x).pow(2).mean()
             opt.zero_grad()
             loss.backward()
+            if skip_every and i % skip_every == 0:
+                net[0].bias.grad = None
             opt.step()
         return [p.detach().clone() for p in net.parameters()]
 
-    a = run(lambda ps: torch.optim.AdamW(ps, lr=1e-2, weight_decay=0.01))
-    b = run(lambda ps: _AdamW(ps, lr=1e-2, weight_decay=0.01))
-    assert all(torch.equal(x, y) for x, y in zip(a, b))
+    a = run(lambda ps: torch.optim.AdamW(ps, lr=lr, weight_decay=wd))
+    b = run(lambda ps: _AdamW(ps, lr=lr, weight_decay=wd))
+    assert all(torch.equal(x.view(torch.int32), y.view(torch.int32)) for x, y in zip(a, b))
+    assert not all(torch.equal(x, y) for x, y in zip(a, run(lambda ps: _AdamW(ps, lr=lr * 1.01, weight_decay=wd))))
+
+
+def test_probe_functional_forward_equals_the_modules():
+    """EmbedProbe's net runs its layers as functional calls: the same outputs and dropout draws as calling the
+    modules, in train and eval mode, for every modality and architecture."""
+    import torch
+
+    from icml26.mepoi.probe import _Net
+
+    for mod in ("text", "poi", "both"):
+        for arch in ("mlp", "linear"):
+            torch.manual_seed(0)
+            net = _Net(mod, 6, 4, 3, 8, 0.5, arch)
+            t = torch.randn(10, 6) if mod != "poi" else None
+            p = torch.randn(10, 4) if mod != "text" else None
+            for train in (True, False):
+                net.train(train)
+                torch.manual_seed(1)
+                got = net(t, p)
+                torch.manual_seed(1)
+                if arch == "linear":
+                    want = net.head(torch.cat([x for x in (p, t) if x is not None], 1))
+                elif mod == "both":
+                    want = net.head(torch.cat([net.poi(p), net.text(t)], 1))
+                else:
+                    want = net.head(t if mod == "text" else p)
+                assert torch.equal(got, want), (mod, arch, train)

@@ -221,8 +221,10 @@ def trainer_params(config: dict[str, Any], **over: Any) -> dict[str, Any]:
     return p
 
 
-def text_job(prompts: list[str], encoder: str, model: str) -> dict[str, Any]:
-    """Phase-1 job: text embeddings of the prompts (MiniLM / any sentence model through the on-disk cache)."""
+def text_job(prompts: list[str], encoder: str, model: str, n_chunks: int = 1) -> dict[str, Any]:
+    """Phase-1 job: text embeddings of the prompts (MiniLM / any sentence model through the on-disk cache), encoded
+    in `n_chunks` consecutive parts, each one `encode` call. A sentence model's vector of a text depends (in the
+    last bits) on the batch it is encoded with, so the parts fix the batches; one job loads the model once."""
     from icml26.common.paths import cache_dir
     from icml26.mepoi.text import CachedEncoder, HashingTextEncoder, SentenceTransformerEncoder
 
@@ -232,9 +234,14 @@ def text_job(prompts: list[str], encoder: str, model: str) -> dict[str, Any]:
     else:
         enc = CachedEncoder(SentenceTransformerEncoder(None if encoder == "minilm" else model),
                             cache_dir("mepoi") / "text")
-    emb = enc.encode(prompts)
+    cut = np.linspace(0, len(prompts), n_chunks + 1).astype(int)
+    parts, misses = [], 0
+    for c in range(n_chunks):
+        parts.append(enc.encode(prompts[cut[c]:cut[c + 1]]))
+        misses += getattr(enc, "misses", cut[c + 1] - cut[c])
+    emb = np.concatenate(parts)
     return {"kind": "text", "emb": emb, "time_s": time.perf_counter() - t0, "name": enc.name,
-            "cache_misses": getattr(enc, "misses", len(prompts))}
+            "cache_misses": misses}
 
 
 def train_job(visits, pois, params: dict[str, Any], tag: str, measure_encode: bool = False,
@@ -360,11 +367,12 @@ def run_cpu(config: dict[str, Any], scale: str) -> Result:
     if config["skipgram"]:
         jobs[("skipgram",)] = {"kind": "skipgram", "visits": visits, "pois": pois, "d": int(config["d"]),
                                "seed": seeds[0]}
-    n_chunks = 2 if int(config["workers"]) > 1 and n > 100 else 1
-    cut = np.linspace(0, n, n_chunks + 1).astype(int)
-    text_keys = [("text", c) for c in range(n_chunks)]
-    for c, k in enumerate(text_keys):
-        jobs[k] = {"kind": "text", "prompts": prompts[cut[c]:cut[c + 1]], "encoder": config["text_encoder"],
+    # one text job, so the sentence model is imported and loaded once (~6 s), encoding the two halves that were
+    # two jobs before as two calls: the same batches, the same vectors
+    text_keys = [("text", 0)]
+    for k in text_keys:
+        jobs[k] = {"kind": "text", "prompts": prompts, "n_chunks": 2 if int(config["workers"]) > 1 and n > 100 else 1,
+                   "encoder": config["text_encoder"],
                    "model": config.get("text_model", "")}
 
     def tkey(s: int, lk: float) -> tuple:
