@@ -86,7 +86,7 @@ def verdict_note(d: stats.Decision, gate: bool) -> str:
     if gate and d.verdict == "inconclusive":
         iv = d.interval
         n = stats.n_to_decide(iv.sd, d.distance, d.resolution) if iv is not None else None
-        medium = f"`--scale medium` ({MEDIUM_SEEDS} seeds, ~20 min on 2 cores)"
+        medium = f"`--scale medium` ({MEDIUM_SEEDS} seeds, ~7.5 min on 2 idle cores)"
         if iv is None or not np.isfinite(iv.sd):
             text += f" What would decide it: at least 3 seeds (one cannot bound a mean); {medium} runs them."
         elif n is not None and n <= MEDIUM_SEEDS:

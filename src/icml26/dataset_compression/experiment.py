@@ -79,7 +79,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
               "el2n_models": 1, "el2n_epochs": 1, "forgetting_epochs": 2, "dm_iters": 3, "workers": 1},
     "small": _SMALL,
     # the same experiment on more seeds: the small run's inconclusive gates (sd 1-2 points per seed at 1-3 points
-    # from their bars) ask for ~5-12 seeds; ~95 s per seed on 2 cores
+    # from their bars) ask for ~5-12 seeds; 440 s for the 12 seeds on 2 idle cores (2026-12-02)
     "medium": {**_SMALL, "n_seeds": MEDIUM_SEEDS, "soft_seeds": MEDIUM_SEEDS, "device": "auto"},
     "paper": dict(PAPER_CONFIG),
 }
