@@ -158,6 +158,87 @@ def test_active_attacks_rounds_update_victim_and_refuse_reuse(toy):
         aa.train(2)
 
 
+def _same_history(a: list[dict], b: list[dict]) -> bool:
+    """Step stats equal entry by entry (NaN == NaN: an offline step has no sampling temperature)."""
+    def eq(x, y):
+        return x == y or (isinstance(x, float) and isinstance(y, float) and math.isnan(x) and math.isnan(y))
+    return len(a) == len(b) and all(h.keys() == g.keys() and all(eq(h[k], g[k]) for k in h) for h, g in zip(a, b))
+
+
+def test_paused_active_attacks_continues_exactly(toy):
+    """train(T, until=K) + a pickle round trip + train(T) == train(T), bit for bit; the trainer paused before the
+    first update continued plainly == the plain trainer (why the experiment runs round 1 once for both arms)."""
+    import pickle
+
+    retain = toy["world"].benign_prompts(8, np.random.default_rng(0))
+
+    def wrapped():
+        return ActiveAttacks(_tiny_trainer(toy), interval=3, safety_steps=2, retain_prompts=retain,
+                             keep_snapshots=True)
+
+    whole = wrapped()
+    whole.train(7)
+    paused = wrapped()
+    paused.train(7, until=3)
+    assert len(paused.rounds) == 1 and paused.trainer.victim.version == 0  # stopped before the update
+    copy_ = pickle.loads(pickle.dumps(paused))
+    with pytest.raises(ValueError, match="total_steps must be 7"):
+        copy_.train(8)
+    copy_.train(7)
+    assert copy_.trainer.victim.version == whole.trainer.victim.version >= 1
+    for r, s in zip(whole.rounds, copy_.rounds, strict=True):
+        assert (r.start_step, r.end_step, r.victim_version) == (s.start_step, s.end_step, s.victim_version)
+        assert [a.prompt for a in r.attacks] == [a.prompt for a in s.attacks] and _same_history(r.history, s.history)
+        assert all(torch.equal(r.victim_state[k], s.victim_state[k]) for k in r.victim_state)
+    for k, v in whole.trainer.attacker.state_dict().items():
+        assert torch.equal(v, copy_.trainer.attacker.state_dict()[k]), k
+    with pytest.raises(ValueError, match="already trained"):
+        copy_.train(7)
+    plain = _tiny_trainer(toy)
+    plain.train(7)
+    paused.trainer.train(4)
+    assert [a.prompt for a in plain.collected] == [a.prompt for a in paused.trainer.collected]
+    assert _same_history(plain.history, paused.trainer.history)
+    for k, v in plain.attacker.state_dict().items():
+        assert torch.equal(v, paused.trainer.attacker.state_dict()[k]), k
+    with pytest.raises(ValueError, match="until"):
+        wrapped().train(7, until=8)
+
+
+def test_fast_sampler_gives_generate_tokens(toy):
+    """`sample_replies` (shared prompt forward, ended rows dropped) == `generate`: the same tokens, and the generator
+    left in the same state, for victim replies (n copies of each prompt, chunks cut mid-prompt) and for the
+    attacker's masked, force-stopped sampling."""
+    from icml26.active_attacks.models import sample_replies, sample_tokens
+    from icml26.common.generation import generate
+
+    world = toy["world"]
+    v = toy["make_victim"]()
+    rng = np.random.default_rng(3)
+    prompts = world.sft_prompts(30, rng) + world.probe_prompts(2, 10, rng) + ["sorry"]
+    flat = [e for e in (v.encode_prompt(p) for p in prompts) for _ in range(5)]
+    for temp, top_p in ((0.7, 0.92), (1.5, 1.0), (0.0, 0.92)):
+        for chunk in (flat, flat[:7], flat[3:70]):
+            ga, gb = torch.Generator().manual_seed(5), torch.Generator().manual_seed(5)
+            kw = {"temperature": temp, "top_p": top_p, "eos_token_id": v.eos_token_id, "pad_token_id": v.pad_token_id}
+            a = sample_tokens(v.model, chunk, 6, generator=ga, **kw)
+            assert sample_replies(v.model, chunk, 6, generator=gb, **kw) == a
+            assert torch.equal(ga.get_state(), gb.get_state())
+    tok = world.tokenizer
+    torch.manual_seed(2)
+    att = AttackerPolicy(TinyLM(TinyLMConfig(vocab_size=tok.vocab_size, d_model=16, n_layers=1, n_heads=2, ctx=16)),
+                         tok, "", min_len=4, max_len=6, allowed_token_ids=world.attacker_token_ids)
+    for temp in (1.0, 0.5):
+        ga, gb = torch.Generator().manual_seed(1), torch.Generator().manual_seed(1)
+        a = generate(att.model, [att.prefix.tolist()] * 24, att.max_len + 1, temperature=temp,
+                     eos_token_id=att.eos_token_id, pad_token_id=att.pad_token_id, generator=ga, logits_hook=att._hook)
+        assert att.sample(24, temperature=temp, generator=gb)[0] == a and torch.equal(ga.get_state(), gb.get_state())
+    with pytest.raises(TypeError, match="model must be a TinyLM"):
+        sample_replies(torch.nn.Linear(2, 2), [[1]], 2)
+    with pytest.raises(ValueError, match="at least one token"):
+        sample_replies(v.model, [[1], []], 2)
+
+
 # ------------------------------------------------------------------------------------------ safety fine-tuning
 def test_safety_finetune_is_category_specific(toy):
     world, clf = toy["world"], toy["clf"]
@@ -238,6 +319,34 @@ def test_near_duplicates_match_brute_force():
     for tol in (0.0, 0.4, 0.7):
         want = [[(lev(q, c) / max(1, len(q), len(c)) < tol) if tol > 0 else q == c for c in cs] for q in qs]
         assert _near_duplicates(qs, cs, tol).tolist() == want
+
+
+def test_replay_buffer_cached_rows_equal_the_plain_dedup():
+    """The buffer keeps its items' padded arrays between `add`s; the items after every add equal those of a buffer
+    that builds the duplicate matrices from scratch with `_near_duplicates` (evictions, replacements, resets and
+    prompts longer than any before included)."""
+    from icml26.active_attacks.redteam import _near_duplicates
+
+    class Plain(ReplayBuffer):
+        def _dup_matrix(self, new):
+            old = [it.tokens for it in self.items]
+            return (_near_duplicates(new, old, self.tolerance) if old else np.zeros((len(new), 0), dtype=bool),
+                    _near_duplicates(new, new, self.tolerance))
+
+        def _keep_rows(self, sources):
+            pass
+
+    rng = np.random.default_rng(7)
+    fast, plain = ReplayBuffer(25, "edit", 0.4), Plain(25, "edit", 0.4)
+    for step in range(40):
+        n, top = int(rng.integers(1, 12)), 3 + step // 8  # vocabulary and lengths grow over the adds
+        seqs = [list(rng.integers(0, top, rng.integers(1, top))) for _ in range(n)]
+        pr = rng.random(n).round(1).tolist()  # ties: the stable order must match too
+        got = [b.add(seqs, [str(s) for s in seqs], [0.0] * n, [0.0] * n, pr) for b in (fast, plain)]
+        assert got[0] == got[1] and [(it.tokens, it.priority) for it in fast.items] == \
+            [(it.tokens, it.priority) for it in plain.items]
+        if step == 25:
+            fast.reset(), plain.reset()
 
 
 # ------------------------------------------------------------------------------------------ metrics

@@ -3,47 +3,27 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 import torch
-
-pytest.importorskip("transformers")
-pytest.importorskip("peft")
 
 from icml26.active_attacks import experiment as E
 from icml26.active_attacks import scale as S
 from icml26.common.distributed import launch_local
 
-
-def _toy_paper_config(tmp_path: Path) -> dict:
-    cfg = dict(E.CONFIGS["paper"])
-    cfg.update({"attacker": "toy", "victim": "toy", "classifier": "toy", "classifier_kind": "sequence",
-                "dtype": "float32", "sft_steps": 3, "sft_batch": 8, "steps": 4, "batch_size": 4, "grad_accum": 1,
-                "lora_r": 4, "lora_alpha": 8, "interval": 2, "safety_steps": 2, "safety_batch": 4, "mle_steps": 2,
-                "n_eval": 8, "n_responses": 2, "victim_max_new_tokens": 4, "min_len": 4, "max_len": 6,
-                "buffer_size": 20, "seed_batches": 1, "lr": 1e-3, "out_dir": str(tmp_path / "ckpt"),
-                "save_all_ranks": True, "scale": "paper"})
-    return cfg
+# the smoke run and the toy paper-scale run are session fixtures computed in a background worker (conftest.py);
+# `smoke_cfg` / `toy_paper_config` are their configs
+needs_hf = pytest.mark.skipif(not all(importlib.util.find_spec(m) for m in ("transformers", "peft")),
+                              reason="the paper-scale path needs transformers and peft")
 
 
-# the smoke config with fewer evaluation draws (plumbing only; CONFIGS["smoke"] itself is unchanged): the run is
-# shared by the tests below (one run per session)
-_SMOKE = {**E.CONFIGS["smoke"], "scale": "smoke", "n_eval": 16, "asr_samples": 16, "benign_heldout": 8,
-          "mle_samples": 16, "probes_per_category": 4, "victim_corpus": 200}
-
-
-@pytest.fixture(scope="session")
-def smoke_result():
-    return E.run(dict(_SMOKE))
-
-
-def test_smoke_run(smoke_result):
-    cfg = _SMOKE
+def test_smoke_run(smoke_result, smoke_cfg):
+    cfg = smoke_cfg
     res = smoke_result
     ids = {c.id for c in res.claims}
-    assert {"C1", "C2", "C3a", "C3b", "K1", "R5"} <= ids
+    assert {"C1", "C2", "C3a", "C3b", "K1", "R5", "R1"} <= ids  # smoke keeps the MLE report (mle_report)
     assert all(c.gate for c in res.claims if c.id in ("C1", "C2", "C3a", "C3b"))
     assert all(c.kind == "sanity" for c in res.claims if c.id in ("K1", "S1", "R3"))
     assert all(c.verdict in ("held", "not held", "inconclusive", "measured") for c in res.claims)
@@ -69,6 +49,7 @@ def test_every_config_validates_and_typos_are_refused():
         E.validate_config({**E.CONFIGS[name], "scale": name})
     assert E.CONFIGS["medium"]["n_seeds"] > E.CONFIGS["small"]["n_seeds"]
     assert E.CONFIGS["medium"]["calibration_seeds"] == E.CONFIGS["small"]["calibration_seeds"]
+    assert E.CONFIGS["medium"]["mle_report"] and not E.CONFIGS["small"]["mle_report"]  # R1 runs at medium
     assert set(E.EXPECTED_RUNTIME_S) >= {"smoke", "small", "medium"}
     assert set(E.CONFIG_HELP) >= set(E.CONFIGS["medium"])
     with pytest.raises(ValueError, match="safty_lr"):
@@ -81,10 +62,10 @@ def test_every_config_validates_and_typos_are_refused():
         E.validate_config({**E.CONFIGS["small"], "round_probes": 500})
 
 
-def test_calibration_only_measures_a_subset_with_the_grid_streams(smoke_result):
+def test_calibration_only_measures_a_subset_with_the_grid_streams(smoke_result, smoke_cfg):
     """small measures 2 of the 6 grid candidates (issue 33's runtime): each keeps its grid position's random stream,
     so its numbers equal the whole grid's, and the rule chooses among the measured ones."""
-    cfg = dict(_SMOKE)
+    cfg = dict(smoke_cfg)
     assert cfg["calibration_lrs"] == [1e-3, 1e-4] and cfg["calibration_steps"] == [3] and not cfg["calibration_only"]
     full = smoke_result.metrics["calibration"]["per_seed"][0]  # the smoke run's whole-grid calibration of seed 100
     assert full["seed"] == 100 and len(full["after"]) == 2
@@ -98,6 +79,34 @@ def test_calibration_only_measures_a_subset_with_the_grid_streams(smoke_result):
     assert [c for _, c in E.calibration_candidates(small)] == [{"safety_lr": 1e-3, "safety_steps": 60},
                                                                {"safety_lr": 3e-5, "safety_steps": 200}]
     assert len(E.calibration_candidates(E.CONFIGS["medium"])) == len(E.safety_grid(E.CONFIGS["medium"])) == 6
+
+
+def test_shared_round1_gives_each_arm_its_own_run(smoke_cfg):
+    """The run computes round 1 once for GFlowNet and GFlowNet + Active Attacks (identical before the first update)
+    and continues both from it (pickled, as between worker processes): each arm's result equals its own full run."""
+    import math
+    import pickle
+
+    cfg = {**smoke_cfg, "steps": 12, "interval": 4, "mle_steps": 2}
+    ws = E.build_world(0, cfg, measure=False)
+    safety = {"safety_lr": 1e-4, "safety_steps": 3}
+    head = pickle.loads(pickle.dumps(E.run_round1("gfn", 0, cfg, ws)))
+    assert head["wrapper"].trainer.step_count == 4 and head["wrapper"].trainer.victim.version == 0
+
+    def same(x, y):
+        if isinstance(x, dict):
+            return x.keys() == y.keys() and all(same(x[k], y[k]) for k in x if not k.endswith("_s"))
+        if isinstance(x, (list, tuple)):
+            return len(x) == len(y) and all(same(a, b) for a, b in zip(x, y))
+        return x == y or (isinstance(x, float) and math.isnan(x) and math.isnan(y))
+
+    for arm, sf in (("gfn", None), ("aa", safety)):
+        alone = E.run_arm(arm, 0, cfg, ws, sf)
+        shared = E.run_arm(arm, 0, cfg, ws, sf, head=head)
+        assert alone["dataset"] and same({k: v for k, v in alone.items() if k != "timing"},
+                                         {k: v for k, v in shared.items() if k != "timing"}), arm
+    with pytest.raises(ValueError, match="head is round 1 of gfn seed 0"):
+        E.run_arm("aa", 1, cfg, ws, safety, head=head)
 
 
 @pytest.mark.slow  # ~25 s: two evaluation seeds at smoke size; run with -m slow
@@ -116,7 +125,7 @@ def test_medium_at_toy_size():
     ("safety_batch", 1, ValueError), ("lr", float("nan"), ValueError), ("real_judge", 1, TypeError),
     ("reward_temp", [2.0, 1.0], TypeError), ("d_model", 30, ValueError), ("calibration_lrs", [], TypeError),
     ("calibration_steps", [60, 0], ValueError), ("calibration_only", [[1e-4, 61]], ValueError),
-    ("calibration_only", [[1e-3]], TypeError), ("calibration_only", 5, TypeError),
+    ("calibration_only", [[1e-3]], TypeError), ("calibration_only", 5, TypeError), ("mle_report", 1, TypeError),
 ])
 def test_validate_config_names_the_key(key, value, exc):
     cfg = {**E.CONFIGS["small"], key: value}
@@ -132,15 +141,17 @@ def test_validate_paper_config():
         S.validate_paper_config({**E.CONFIGS["paper"], "sft_data": "x", "classifier_kind": "llm"})
 
 
-def test_paper_path_single_process(tmp_path):
-    res = S.run_paper(_toy_paper_config(tmp_path))
+@needs_hf
+def test_paper_path_single_process(paper_run):
+    res, out = paper_run
     assert res.scale == "paper" and set(res.metrics["dataset_size"]) == {"gfn", "aa"}
-    assert (tmp_path / "ckpt" / "aa_rank0.pt").exists()
+    assert (out / "ckpt" / "aa_rank0.pt").exists()
 
 
+@needs_hf
 @pytest.mark.slow  # ~17 s (two processes importing torch, transformers and peft): run with -m slow
-def test_paper_path_two_gloo_ranks_identical_weights(tmp_path):
-    cfg = _toy_paper_config(tmp_path)
+def test_paper_path_two_gloo_ranks_identical_weights(tmp_path, toy_paper_config):
+    cfg = toy_paper_config(tmp_path)
     path = tmp_path / "cfg.json"
     path.write_text(json.dumps(cfg))
     launch_local(S.__file__, ["--config", str(path)], nproc=2, timeout=240)

@@ -109,6 +109,7 @@ class ActiveAttacks:
         self._check()
         self.rounds: list[Round] = []
         self._trained = False
+        self._resume: dict[str, Any] | None = None  # loop state of a paused `train` (`until`)
 
     def _check(self) -> None:
         self.interval = check_int(self.interval, "interval", min=1)
@@ -176,41 +177,72 @@ class ActiveAttacks:
         self.rounds.append(r)
         return r
 
-    def train(self, total_steps: int, progress: bool | str = False) -> list[Round]:
-        """Run T = `total_steps` steps in rounds of `interval`; returns `rounds`. A wrapper trains once."""
+    def train(self, total_steps: int, progress: bool | str = False, *, until: int | None = None) -> list[Round]:
+        """Run T = `total_steps` steps in rounds of `interval`; returns `rounds`. A wrapper trains once.
+
+        `until`: stop after that many steps (before the victim update a round ending there would make); a later
+        `train(total_steps)` with the same `total_steps` continues where it stopped, and the two calls together
+        give exactly what one call gives (the wrapper pickles and copies in between, e.g. to share round 1 of
+        an Active Attacks run with a plain run of the same trainer: before the first update they are the same).
+        """
         self._check()
         total_steps = check_int(total_steps, "total_steps", min=1)
+        until = total_steps if until is None else check_int(until, "until", min=1, max=total_steps)
         if self._trained:
             raise ValueError("this ActiveAttacks has already trained (total_steps ran once); build a new one with a "
                              "new trainer to rerun")
-        self._trained = True
         tr = self.trainer
-        gen = torch.Generator().manual_seed(self.seed)
-        rnd = self._new_round(tr.step_count + 1)
-        mark = len(tr.collected)
-        bar = tqdm(range(1, total_steps + 1), desc=progress if isinstance(progress, str) else "active attacks",
+        if self._resume is None:
+            self._resume = {"total": total_steps, "t": 0, "gen": torch.Generator().manual_seed(self.seed),
+                            "mark": len(tr.collected)}
+            self._new_round(tr.step_count + 1)
+        elif self._resume["total"] != total_steps:
+            raise ValueError(f"total_steps must be {self._resume['total']} to continue the paused training, got "
+                             f"{total_steps}")
+        state = self._resume
+        if until <= state["t"]:
+            raise ValueError(f"until must be after the {state['t']} steps already run, got {until}")
+        gen, mark = state["gen"], state["mark"]
+        rnd = self.rounds[-1]
+        bar = tqdm(range(state["t"] + 1, until + 1), desc=progress if isinstance(progress, str) else "active attacks",
                    disable=not progress, leave=False)
-        for t in bar:
-            rnd.history.append(tr.step())
-            rnd.end_step = tr.step_count
-            if t % self.interval == 0 and t < total_steps:
-                rnd.attacks = list(tr.collected[mark:])
-                found = rnd.attacks if self.gather_fn is None else self.gather_fn(rnd.attacks)
-                prompts = list(dict.fromkeys(a.prompt for a in found))
-                if prompts:  # nothing found: the victim stays as it is
-                    t0 = time.perf_counter()
-                    tr.victim.safety_finetune(prompts, self.refusal_fn, steps=self.safety_steps, lr=self.safety_lr,
-                                              batch_size=self.safety_batch_size, retain_prompts=self.retain_prompts,
-                                              retain_responses=self.retain_responses, generator=gen)
-                    rnd.finetune_s = time.perf_counter() - t0
-                if self.reset_buffer:
-                    tr.reset_buffer()
-                if self.reinit_attacker:
-                    tr.reinit_attacker()
-                mark = len(tr.collected)
-                rnd = self._new_round(tr.step_count + 1)
-        rnd.attacks = list(tr.collected[mark:])
+        try:
+            for t in bar:
+                if state.pop("update_due", False):
+                    mark, rnd = self._end_round(rnd, gen, mark)
+                rnd.history.append(tr.step())
+                rnd.end_step = tr.step_count
+                if t % self.interval == 0 and t < total_steps:
+                    if t == until:  # the update waits for the next call (it may change the update's settings)
+                        state["update_due"] = True
+                    else:
+                        mark, rnd = self._end_round(rnd, gen, mark)
+        except BaseException:
+            self._trained = True  # a training that failed part-way is not continued
+            raise
+        state["t"], state["mark"] = until, mark
+        if until == total_steps:
+            rnd.attacks = list(tr.collected[mark:])
+            self._trained = True
         return self.rounds
+
+    def _end_round(self, rnd: Round, gen: torch.Generator, mark: int) -> tuple[int, Round]:
+        """Close `rnd`: safety fine-tune the victim on its attacks, reset the buffer; returns (mark, new round)."""
+        tr = self.trainer
+        rnd.attacks = list(tr.collected[mark:])
+        found = rnd.attacks if self.gather_fn is None else self.gather_fn(rnd.attacks)
+        prompts = list(dict.fromkeys(a.prompt for a in found))
+        if prompts:  # nothing found: the victim stays as it is
+            t0 = time.perf_counter()
+            tr.victim.safety_finetune(prompts, self.refusal_fn, steps=self.safety_steps, lr=self.safety_lr,
+                                      batch_size=self.safety_batch_size, retain_prompts=self.retain_prompts,
+                                      retain_responses=self.retain_responses, generator=gen)
+            rnd.finetune_s = time.perf_counter() - t0
+        if self.reset_buffer:
+            tr.reset_buffer()
+        if self.reinit_attacker:
+            tr.reinit_attacker()
+        return len(tr.collected), self._new_round(tr.step_count + 1)
 
     @property
     def finetune_seconds(self) -> float:

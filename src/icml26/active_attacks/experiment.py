@@ -8,14 +8,18 @@ GFlowNet + Active Attacks (same, K = 200 -> 5 rounds, per-round victim SFT on th
 prompts mixed 1:1 with benign retain pairs, calibrated on seeds 100-102, buffer reset). Evaluation per seed: V_GFN
 and V_AA = the ORIGINAL victim safety-tuned once on D_GFN / D_AA (2.5 x the per-round steps, same retain mix);
 cross-ASR with n_eval (spec 1,000, small 500) prompts drawn uniformly from each dataset (also from the MLE-smoothed
-attackers, report-only); category entropy of D_GFN and D_AA from the categories recorded at collection time; probe
-ASR; and a real victim and judge on a sample (SmolLM2-135M-Instruct + alt-profanity-check, report-only).
+attackers, report-only R1, at medium only: `mle_report`); category entropy of D_GFN and D_AA from the categories
+recorded at collection time; probe ASR; and a real victim and judge on a sample (SmolLM2-135M-Instruct +
+alt-profanity-check, report-only). Round 1 of GFlowNet and of GFlowNet + Active Attacks is the same computation
+(nothing differs before the first victim update), so it runs once per seed (`run_round1`) and both arms continue
+from it (`ActiveAttacks.train(..., until=K)`), exactly as if each had run it.
 
 `--scale paper` runs `icml26.active_attacks.scale.run_paper` (HF attacker/victim/judge, torch DDP via torchrun).
 """
 
 from __future__ import annotations
 
+import copy
 import sys
 import time
 from typing import Any
@@ -88,7 +92,9 @@ _SMALL: dict[str, Any] = {
     # draw SE at 1,000 prompts, so the draws are not what limits its decision (issue 33's runtime)
     "eval_safety_steps": 150, "n_eval": 500, "asr_samples": 500, "benign_heldout": 200, "probes_per_category": 50,
     "round_probes": 25,
-    "mle_steps": 200, "mle_lr": 1e-3, "mle_samples": 250,
+    # R1 (report-only: cross-attack with samples of MLE-smoothed attackers) runs at medium; small leaves it out for
+    # the 5-minute budget (issue 33): it feeds no gate and no sanity check
+    "mle_report": False, "mle_steps": 200, "mle_lr": 1e-3, "mle_samples": 250,
     "real_judge": True, "real_judge_prompts": 20, "real_judge_max_new_tokens": 32,
     "workers": 0,
 }
@@ -99,13 +105,14 @@ CONFIGS: dict[str, dict[str, Any]] = {
               "sft_batch": 16, "classifier_corpus": 200, "safety_batch": 8,
               "steps": 12, "batch_size": 8, "interval": 4, "safety_steps": 3, "seed_batches": 1, "buffer_size": 50,
               "n_retain": 40, "eval_safety_steps": 3, "n_eval": 40, "asr_samples": 40, "benign_heldout": 20,
-              "probes_per_category": 8, "mle_steps": 3, "mle_samples": 40, "real_judge": False, "workers": 1,
+              "probes_per_category": 8, "mle_report": True, "mle_steps": 3, "mle_samples": 40, "real_judge": False,
+              "workers": 1,
               "calibration_seeds": [100], "calibration_lrs": [1e-3, 1e-4], "calibration_steps": [3],
               "calibration_probes": 4, "round_probes": 4, "calibration_only": []},
     "small": _SMALL,
     # issue 30: the same experiment with the evaluation seeds the small run's inconclusive gates ask for (the
     # calibration is the same: seeds 100-102); the real-judge sample stays with the small run
-    "medium": {**_SMALL, "n_seeds": 12, "real_judge": False, "calibration_only": []},
+    "medium": {**_SMALL, "n_seeds": 12, "real_judge": False, "calibration_only": [], "mle_report": True},
     "paper": {  # spec 7: see icml26.active_attacks.scale and docs/active_attacks.md
         "seed": 0, "attacker": "Qwen/Qwen2.5-1.5B", "victim": "Qwen/Qwen2.5-1.5B-Instruct",
         "classifier": "meta-llama/Llama-Guard-3-8B", "classifier_kind": "guard", "sft_data": "",
@@ -164,6 +171,7 @@ CONFIG_HELP = {
     "asr_samples": "attacker samples for the final-ASR check (review note 1: 500)",
     "benign_heldout": "held-out benign prompts for the sanity check (review note 3: 200)",
     "probes_per_category": "one-trigger probes per category for the probe ASR of V_GFN / V_AA (review note 5: 100)",
+    "mle_report": "train the MLE-smoothed attackers and report R1 (their cross-attack); medium only",
     "mle_steps": "MLE smoothing steps", "mle_lr": "MLE smoothing lr",
     "mle_samples": "samples of the MLE attacker (small: 250)",
     "real_judge": "send a sample of final prompts to SmolLM2-135M-Instruct, judged by alt-profanity-check",
@@ -227,6 +235,7 @@ def validate_config(config: dict[str, Any]) -> None:
     lo = check_float(tr[0], "temp_range[0]", min=0.0, min_open=True)
     check_float(tr[1], "temp_range[1]", min=lo)
     check_bool(config["real_judge"], "real_judge")
+    check_bool(config["mle_report"], "mle_report")
     _check_calibration(config)
 
 
@@ -435,11 +444,59 @@ def choose_safety(cfg: dict, cal_runs: list[dict]) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------------------ arms
-def run_arm(arm: str, seed: int, cfg: dict, world_state: dict, safety: dict | None = None) -> dict[str, Any]:
+ACTIVE_OF = {"gfn": "aa", "reinforce": "reinforce_aa"}  # a plain arm and its Active Attacks arm
+_BASE_OF = {v: k for k, v in ACTIVE_OF.items()}
+
+
+def _refusal(prompt: str) -> str:
+    """The ToxWorld refusal for every prompt (module-level so a wrapper pickles to another process)."""
+    return REFUSAL_TEXT
+
+
+def _wrapper(arm: str, seed: int, cfg: dict, world_state: dict, safety: dict) -> ActiveAttacks:
+    """The trainer of `arm` on the seed's world inside its `ActiveAttacks` wrapper (interval T + 1: never updates,
+    for the plain arms)."""
+    world = _world(cfg)
+    victim = _victim(cfg, world, world_state["victim_state"])
+    attacker = _attacker(cfg, world, world_state["sft_state"])
+    trainer = _trainer(arm, seed, cfg, world_state, attacker, victim)
+    active = arm in ACTIVE_OF.values()
+    return ActiveAttacks(trainer, cfg["interval"] if active else cfg["steps"] + 1, safety["safety_steps"], _refusal,
+                         safety_lr=safety["safety_lr"], safety_batch_size=cfg["safety_batch"],
+                         retain_prompts=world_state["retain_prompts"],
+                         retain_responses=world_state["retain_responses"], keep_snapshots=active, seed=seed)
+
+
+def shares_round1(cfg: dict, arms: list[str], base: str) -> bool:
+    """Whether the plain arm `base` and its Active Attacks arm both run and have a first update to share up to."""
+    return base in arms and ACTIVE_OF[base] in arms and cfg["interval"] < cfg["steps"]
+
+
+def run_round1(base: str, seed: int, cfg: dict, world_state: dict) -> dict[str, Any]:
+    """Round 1 of the Active Attacks arm of `base`, paused before its first victim update.
+
+    Until that update the Active Attacks arm and the plain arm are the same computation (same trainer, seed and
+    original victim), so both continue from this one run (`run_arm(head=...)`), exactly as if each had run it.
+    """
+    t0 = time.perf_counter()
+    torch.set_num_threads(1)
+    seed_everything(seed)
+    wrapper = _wrapper(ACTIVE_OF[base], seed, cfg, world_state, _default_safety(cfg))
+    K = cfg["interval"]
+    wrapper.train(cfg["steps"], until=K)
+    train_s = time.perf_counter() - t0
+    proj = train_s / K * cfg["steps"]
+    print(f"[{base} seed {seed}] projected training time {proj:.0f} s", file=sys.stderr, flush=True)
+    return {"base": base, "seed": seed, "wrapper": wrapper, "steps": K, "train_s": train_s,
+            "time_s": time.perf_counter() - t0}
+
+
+def run_arm(arm: str, seed: int, cfg: dict, world_state: dict, safety: dict | None = None,
+            head: dict | None = None) -> dict[str, Any]:
     """One red-teaming arm of one seed (module-level so worker processes can run it).
 
     `safety` ({"safety_lr", "safety_steps"}: the calibrated update; default the config's) sets every victim update
-    of the Active Attacks arms.
+    of the Active Attacks arms. `head`: the shared round 1 (`run_round1`) this arm continues from.
     """
     t0 = time.perf_counter()
     torch.set_num_threads(1)
@@ -447,31 +504,35 @@ def run_arm(arm: str, seed: int, cfg: dict, world_state: dict, safety: dict | No
     safety = safety or _default_safety(cfg)
     world = _world(cfg)
     clf = world_state["classifier"]
-    victim = _victim(cfg, world, world_state["victim_state"])
-    attacker = _attacker(cfg, world, world_state["sft_state"])
-    sft = _attacker(cfg, world, world_state["sft_state"])
-    trainer = _trainer(arm, seed, cfg, world_state, attacker, victim)
     T = cfg["steps"]
-    active = arm in ("aa", "reinforce_aa")
-    wrapper = ActiveAttacks(trainer, cfg["interval"] if active else T + 1, safety["safety_steps"],
-                            lambda p: REFUSAL_TEXT, safety_lr=safety["safety_lr"],
-                            safety_batch_size=cfg["safety_batch"], retain_prompts=world_state["retain_prompts"],
-                            retain_responses=world_state["retain_responses"], keep_snapshots=active, seed=seed)
-    # run the first 50 steps alone to print the projected runtime (review note 7), then the rest
-    head = min(50, T)
-    t_train = time.perf_counter()
-    first = [trainer.step() for _ in range(head)] if not active else []
+    active = arm in ACTIVE_OF.values()
+    if head is None:
+        wrapper, head_s = _wrapper(arm, seed, cfg, world_state, safety), 0.0
+    else:
+        if head["seed"] != seed or head["base"] != _BASE_OF.get(arm, arm):
+            raise ValueError(f"head is round 1 of {head['base']} seed {head['seed']}, not of {arm} seed {seed}")
+        # a copy: in one process (workers=1) both arms of the pair receive the same head object
+        wrapper, head_s = copy.deepcopy(head["wrapper"]), head["train_s"]
+        wrapper.safety_lr, wrapper.safety_steps = safety["safety_lr"], safety["safety_steps"]
+    trainer = wrapper.trainer
+    attacker = trainer.attacker
+    sft = _attacker(cfg, world, world_state["sft_state"])
     probe_rounds: list[dict[str, float]] = []
+    t_train = time.perf_counter()
     if not active:
-        proj = (time.perf_counter() - t_train) / head * T
-        print(f"[{arm} seed {seed}] projected training time {proj:.0f} s", file=sys.stderr, flush=True)
-        rest = trainer.train(T - head) if T > head else []
-        rounds = [{"index": 0, "start": 1, "end": T, "history": first + rest,
+        if head is None:  # run the first 50 steps alone to print the projected runtime (review note 7)
+            n = min(50, T)
+            trainer.train(n)
+            proj = (time.perf_counter() - t_train) / n * T
+            print(f"[{arm} seed {seed}] projected training time {proj:.0f} s", file=sys.stderr, flush=True)
+        if T > trainer.step_count:
+            trainer.train(T - trainer.step_count)
+        rounds = [{"index": 0, "start": 1, "end": T, "history": list(trainer.history),
                    "prompts": trainer.successful_prompts, "finetune_s": 0.0}]
-        train_s = time.perf_counter() - t_train
+        train_s = time.perf_counter() - t_train + head_s
     else:
         rs = wrapper.train(T)
-        train_s = time.perf_counter() - t_train
+        train_s = time.perf_counter() - t_train + head_s
         rounds = [{"index": r.index, "start": r.start_step, "end": r.end_step, "history": r.history,
                    "prompts": r.prompts, "finetune_s": r.finetune_s,
                    "categories": category_counts([a.category for a in r.attacks], CATEGORIES),
@@ -498,7 +559,7 @@ def run_arm(arm: str, seed: int, cfg: dict, world_state: dict, safety: dict | No
     _, final_texts = attacker.sample(cfg["asr_samples"], temperature=1.0, generator=g)
     final_asr = attack_success_rate(final_texts, orig, clf, n=cfg["n_responses"], generator=g)
     mle_texts: list[str] = []
-    if D:
+    if D and cfg["mle_report"]:
         mle = mle_smoothing(sft, D, steps=cfg["mle_steps"], lr=cfg["mle_lr"], batch_size=cfg["batch_size"], seed=seed)
         _, mle_texts = mle.sample(cfg["mle_samples"], generator=g)
     return {
@@ -506,7 +567,7 @@ def run_arm(arm: str, seed: int, cfg: dict, world_state: dict, safety: dict | No
         "trigger_presence": trigger_presence, "probe_asr_per_round": probe_rounds,
         "final_samples": final_texts[: cfg["real_judge_prompts"]], "mle_samples": mle_texts,
         "timing": {**trainer.timing, "safety_finetune_s": wrapper.finetune_seconds, "train_s": train_s,
-                   "job_s": time.perf_counter() - t0},
+                   "job_s": time.perf_counter() - t0, "shared_round1_s": head_s},
         "counts": dict(trainer.counts), "n_collected": len(trainer.collected),
     }
 
@@ -667,7 +728,7 @@ def _fig_probe_rounds(aa_runs: list[dict]):
 # ------------------------------------------------------------------------------------------------ scheduling
 def _job(kind: str, **kw: Any) -> Any:
     """One job of the pipeline (module-level: worker processes import it)."""
-    fn = {"cal": calibration_job, "world": build_world, "arm": run_arm, "eval": evaluate_seed,
+    fn = {"cal": calibration_job, "world": build_world, "round1": run_round1, "arm": run_arm, "eval": evaluate_seed,
           "real": _real_judge_job}[kind]
     return fn(**kw)
 
@@ -691,16 +752,24 @@ def _pipeline(config: dict, seeds: list[int], arms: list[str], workers: int | No
         jobs[k] = {"kind": "cal", "seed": k[1], "cfg": config}
     for s in seeds:
         jobs[("world", s)] = {"kind": "world", "seed": s, "cfg": config}
+    shared = [b for b in ACTIVE_OF if shares_round1(config, arms, b)]
     for s in seeds:
+        for b in shared:  # round 1 of a plain arm and its Active Attacks arm is one job
+            jobs[("round1", b, s)] = (lambda inputs, b=b, s=s: {"kind": "round1", "base": b, "seed": s, "cfg": config,
+                                                                 "world_state": inputs[("world", s)]})
+            deps[("round1", b, s)] = [("world", s)]
         for a in arms:
-            # only the Active Attacks arms update the victim: the plain arms start as soon as their world exists
-            active = a in ("aa", "reinforce_aa")
+            # only the Active Attacks arms update the victim: the plain arms start as soon as their world (or
+            # their shared round 1) exists
+            active = a in ACTIVE_OF.values()
+            head = ("round1", _BASE_OF.get(a, a), s)
+            head = head if head in jobs else None
 
-            def make(inputs, a=a, s=s, active=active):
+            def make(inputs, a=a, s=s, active=active, head=head):
                 return {"kind": "arm", "arm": a, "seed": s, "cfg": config, "world_state": inputs[("world", s)],
-                        "safety": chosen(inputs) if active else None}
+                        "safety": chosen(inputs) if active else None, "head": inputs[head] if head else None}
             jobs[("arm", a, s)] = make
-            deps[("arm", a, s)] = [("world", s), *(cal_keys if active else [])]
+            deps[("arm", a, s)] = [("world", s), *([head] if head else []), *(cal_keys if active else [])]
     for s in seeds:
         def make_eval(inputs, s=s):
             ar = {a: {"dataset": inputs[("arm", a, s)]["dataset"], "mle_samples": inputs[("arm", a, s)]["mle_samples"]}
@@ -718,10 +787,10 @@ def _pipeline(config: dict, seeds: list[int], arms: list[str], workers: int | No
     # among the ready jobs: worlds (they unlock the arms), calibration, the AA arms (the longest, and on the
     # critical path through the calibration), the other arms, evaluations (a list-scheduling simulation with the
     # measured job times put this order's makespan within 1 % of the 2-core bound)
-    rank = {"world": 0, "cal": 1, "arm": 2, "real": 3, "eval": 4}
+    rank = {"world": 0, "round1": 1, "cal": 2, "arm": 3, "real": 4, "eval": 5}
 
     def priority(k):
-        return (rank[k[0]], 0 if k[0] == "arm" and k[1] in ("aa", "reinforce_aa") else 1)
+        return (rank[k[0]], 0 if k[0] == "arm" and k[1] in ACTIVE_OF.values() else 1)
 
     schedule: list[dict] = []
     out = run_graph(_job, jobs, deps, workers=workers, priority=priority, desc="active attacks jobs",
@@ -771,7 +840,7 @@ def run(config: dict) -> Result:
     for rec in schedule:
         job_s[rec["job"]] = rec["end_s"] - rec["start_s"]
     # seconds one more evaluation seed adds on this many cores (its world, arms and evaluation), for the hints
-    per_seed_cpu = [sum(v for k, v in job_s.items() if k[0] in ("world", "arm", "eval") and k[-1] == s)
+    per_seed_cpu = [sum(v for k, v in job_s.items() if k[0] in ("world", "round1", "arm", "eval") and k[-1] == s)
                     for s in seeds]
     seed_cost_s = float(np.mean(per_seed_cpu)) / n_workers if per_seed_cpu else None
     med = CONFIGS["medium"]

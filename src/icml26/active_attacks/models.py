@@ -25,8 +25,8 @@ import torch
 from torch import nn
 
 from icml26.active_attacks.classifiers import check_texts
-from icml26.common.generation import generate, is_hf_model, lm_logits, top_p_filter
-from icml26.common.lm import TinyLM
+from icml26.common.generation import generate, is_hf_model, lm_logits, sample_next, top_p_filter
+from icml26.common.lm import KVCache, TinyLM
 from icml26.common.validation import check_bool, check_float, check_int
 
 DEFAULT_REFUSAL = "Sorry, I cannot."
@@ -72,6 +72,85 @@ def sample_tokens(model, prompts: Sequence[Sequence[int]], max_new_tokens: int, 
     return generate(_inner(model), [list(p) for p in prompts], max_new_tokens, temperature=temperature,
                     top_p=top_p, eos_token_id=eos_token_id, pad_token_id=pad_token_id, generator=generator,
                     logits_hook=logits_hook)
+
+
+@torch.inference_mode()
+def sample_replies(model: TinyLM, prompts: Sequence[Sequence[int]], max_new_tokens: int, *, temperature: float = 1.0,
+                   top_p: float = 1.0, eos_token_id: int | None = None, pad_token_id: int = 0,
+                   generator: torch.Generator | None = None,
+                   logits_hook: Callable[[int, torch.Tensor], torch.Tensor] | None = None) -> list[list[int]]:
+    """`sample_tokens` for a TinyLM: the same tokens from the same `generator` draws, faster.
+
+    The loop of `icml26.common.generation.generate` (left padding, KV cache, temperature, top-p, stop after EOS)
+    with two savings that leave every token unchanged:
+    - identical prompts (a victim's n replies of one prompt) run their prompt forward once; the keys, values and
+      last logits are copied to each row;
+    - rows that have ended leave the forward passes; the sampler still draws for every row (each row's draw does
+      not depend on the other rows' probabilities), so the generator's stream is the one `generate` consumes.
+      An ended row's logits are zeros (then `logits_hook`, which must act row by row); its draw is discarded.
+    Both rely on a row of a TinyLM forward not depending on the other rows of the batch (tested for equality with
+    `generate` in tests/active_attacks).
+    """
+    if not isinstance(model, TinyLM):
+        raise TypeError(f"model must be a TinyLM, got {type(model).__name__}")
+    max_new_tokens = check_int(max_new_tokens, "max_new_tokens", min=0)
+    if not len(prompts) or any(len(p) == 0 for p in prompts):
+        raise ValueError("every prompt must have at least one token")
+    first: dict[tuple[int, ...], int] = {}  # distinct prompt -> its row among the distinct ones
+    inv_rows = []
+    for p in prompts:
+        inv_rows.append(first.setdefault(tuple(int(t) for t in p), len(first)))
+    B = len(prompts)
+    out: list[list[int]] = [[] for _ in range(B)]
+    if max_new_tokens == 0:
+        return out
+    # `left_pad` of the distinct prompts; the batch's width is the longest prompt, as in `generate`
+    distinct = list(first)
+    T = max(len(p) for p in distinct)
+    ids_np = np.full((len(distinct), T), pad_token_id, dtype=np.int64)
+    mask_np = np.zeros((len(distinct), T), dtype=np.int64)
+    for i, p in enumerate(distinct):
+        ids_np[i, T - len(p):] = p
+        mask_np[i, T - len(p):] = 1
+    was_training = model.training
+    model.eval()
+    dev = _device(model)
+    inv = torch.tensor(inv_rows, device=dev)
+    ids_u, mask_u = torch.from_numpy(ids_np).to(dev), torch.from_numpy(mask_np).to(dev)
+    mask = mask_u[inv]
+    try:
+        shared = KVCache.empty(model.config.n_layers)
+        logits = model(ids_u, attention_mask=mask_u, cache=shared)[:, -1].float()[inv]
+        cache = KVCache([k[inv] for k in shared.keys], [v[inv] for v in shared.values], shared.positions[inv],
+                        encoding=shared.encoding)
+        active = torch.arange(B, device=dev)  # rows still sampling, in order
+        done = torch.zeros(B, dtype=torch.bool, device=dev)
+        for step in range(max_new_tokens):
+            if step:
+                lg = model(nxt[active][:, None], attention_mask=mask, cache=cache)[:, -1].float()
+                logits = torch.zeros((B, lg.shape[-1]), dtype=lg.dtype, device=dev)
+                logits[active] = lg
+            if logits_hook is not None:
+                logits = logits_hook(step, logits)
+            nxt = sample_next(logits, temperature, None, generator, top_p)
+            nxt = torch.where(done, torch.full_like(nxt, pad_token_id), nxt)
+            vals = nxt.tolist()
+            for i in active.tolist():
+                out[i].append(vals[i])
+            if eos_token_id is not None:
+                done |= nxt == eos_token_id
+            if bool(done.all()):
+                break
+            keep = ~done[active]
+            if not bool(keep.all()):
+                active = active[keep]
+                cache = KVCache([k[keep] for k in cache.keys], [v[keep] for v in cache.values],
+                                cache.positions[keep], encoding=cache.encoding)
+                mask = mask[keep]
+            mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
+    finally:
+        model.train(was_training)
+    return out
 
 
 # ----------------------------------------------------------------------------------------------- attacker
@@ -155,7 +234,8 @@ class AttackerPolicy(nn.Module):
         n = check_int(n, "n", min=1)
         temperature = check_float(temperature, "temperature", min=0.0)
         pre = self.prefix.tolist()
-        toks = sample_tokens(self.model, [pre] * n, self.max_len + 1, temperature=temperature,
+        sampler = sample_replies if isinstance(_inner(self.model), TinyLM) else sample_tokens  # same tokens
+        toks = sampler(_inner(self.model), [pre] * n, self.max_len + 1, temperature=temperature,
                              eos_token_id=self.eos_token_id, pad_token_id=self.pad_token_id, generator=generator,
                              logits_hook=self._hook)
         return toks, [self.decode(t) for t in toks]
@@ -437,10 +517,12 @@ class VictimModel:
         enc = [self.encode_prompt(p) for p in prompts]
         flat = [e for e in enc for _ in range(n)]
         outs: list[list[int]] = []
+        # a TinyLM victim samples through `sample_replies` (the same tokens as `sample_tokens`, faster)
+        sampler = sample_replies if isinstance(_inner(self.model), TinyLM) else sample_tokens
         for i in range(0, len(flat), batch_size):
-            outs += sample_tokens(self.model, flat[i:i + batch_size], g["max_new_tokens"],
-                                  temperature=g["temperature"], top_p=g["top_p"], eos_token_id=self.eos_token_id,
-                                  pad_token_id=self.pad_token_id, generator=generator)
+            outs += sampler(_inner(self.model), flat[i:i + batch_size], g["max_new_tokens"],
+                            temperature=g["temperature"], top_p=g["top_p"], eos_token_id=self.eos_token_id,
+                            pad_token_id=self.pad_token_id, generator=generator)
         texts = [self.tokenizer.decode([t for t in o if t != self.eos_token_id], skip_special_tokens=True).strip()
                  for o in outs]
         return [texts[i * n:(i + 1) * n] for i in range(len(prompts))]

@@ -145,12 +145,18 @@ def _near_duplicates(qs: Sequence[Sequence[int]], cs: Sequence[Sequence[int]], t
     """
     qa, qlen = _padded(qs, -1)
     ca, clen = _padded(cs, -2)
+    vocab = 1 + max(int(qa.max(initial=0)), int(ca.max(initial=0)))
+    return _near_duplicates_arrays(qa, qlen, _counts(qs, vocab), ca, clen, _counts(cs, vocab), tolerance)
+
+
+def _near_duplicates_arrays(qa: np.ndarray, qlen: np.ndarray, cq: np.ndarray, ca: np.ndarray, clen: np.ndarray,
+                            cc: np.ndarray, tolerance: float) -> np.ndarray:
+    """`_near_duplicates` on prepared arrays: queries padded with -1 and candidates with -2 (any widths), token
+    counts (Q, V) and (N, V) over one vocabulary width (extra zero columns change nothing: the counts are exact)."""
     maxlen = np.maximum(1, np.maximum(qlen[:, None], clen[None, :]))
     limit = tolerance * maxlen  # duplicate iff d < limit (tolerance 0: d == 0)
-    vocab = 1 + max(int(qa.max(initial=0)), int(ca.max(initial=0)))
-    cq, cc = _counts(qs, vocab), _counts(cs, vocab)
     # |multiset intersection| = sum_v min(cq_v, cc_v) = sum_k [cq >= k] . [cc >= k] (exact, a few small matmuls)
-    inter = np.zeros((len(qs), len(cs)), dtype=np.float32)
+    inter = np.zeros((len(qa), len(ca)), dtype=np.float32)
     for k in range(1, int(min(cq.max(initial=0), cc.max(initial=0))) + 1):
         inter += (cq >= k).astype(np.float32) @ (cc >= k).astype(np.float32).T
     lower = np.maximum(qlen[:, None], clen[None, :]) - inter
@@ -162,6 +168,11 @@ def _near_duplicates(qs: Sequence[Sequence[int]], cs: Sequence[Sequence[int]], t
         lim = limit[qi, ci]
         out[qi, ci] = (d < lim) if tolerance > 0 else (d == 0)
     return out
+
+
+def _widen(a: np.ndarray, width: int, fill: int) -> np.ndarray:
+    """`a` (n, w) right-padded with `fill` to `width` columns (unchanged when already that wide)."""
+    return np.pad(a, ((0, 0), (0, width - a.shape[1])), constant_values=fill) if a.shape[1] < width else a
 
 
 def _pair_dp(A: np.ndarray, la: np.ndarray, B: np.ndarray, lb: np.ndarray) -> np.ndarray:
@@ -218,6 +229,7 @@ class ReplayBuffer:
         self.capacity, self.dedup, self.tolerance, self.priority = capacity, dedup, tolerance, priority
         self._check()
         self.items: list[BufferItem] = []
+        self._rows: tuple[list, tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None  # see _candidate_rows
 
     def _check(self) -> None:
         self.capacity = check_int(self.capacity, "capacity", min=1)
@@ -231,6 +243,16 @@ class ReplayBuffer:
     def reset(self) -> None:
         """Empty the buffer."""
         self.items = []
+        self._rows = None
+
+    def _candidate_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """`items` as edit-dedup candidates: (tokens padded with -2, lengths, token counts), kept from the last `add`
+        (the arrays `_near_duplicates` builds from the items, up to padding width; rebuilt if `items` changed)."""
+        toks = [it.tokens for it in self.items]
+        if self._rows is None or self._rows[0] != toks:
+            ca, clen = _padded(toks, -2)
+            self._rows = (toks, (ca, clen, _counts(toks, 1 + int(ca.max(initial=0)))))
+        return self._rows[1]
 
     def _dup_matrix(self, new: list[tuple[int, ...]]) -> tuple[np.ndarray, np.ndarray]:
         old = [it.tokens for it in self.items]
@@ -238,13 +260,32 @@ class ReplayBuffer:
             d_old = np.array([[a == b for b in old] for a in new], dtype=bool).reshape(len(new), len(old))
             d_new = np.array([[a == b for b in new] for a in new], dtype=bool)
             return d_old, d_new
+        qa, qlen = _padded(new, -1)
+        vocab = 1 + int(qa.max(initial=0))
+        rows_old = self._candidate_rows() if old else (np.zeros((0, 1), np.int64), np.zeros(0, np.int64),
+                                                        np.zeros((0, 1), np.int64))
+        ca, clen, cc = rows_old
+        vocab = max(vocab, cc.shape[1])
+        cq = _counts(new, vocab)
+        rows_new = (np.where(qa == -1, -2, qa), qlen, cq)  # the new prompts as candidates (-2 padding)
+        self._pending = (rows_old, rows_new)  # for `_keep_rows` at the end of this `add`
+        d_old = (_near_duplicates_arrays(qa, qlen, cq, ca, clen, _widen(cc, vocab, 0), self.tolerance) if old
+                 else np.zeros((len(new), 0), dtype=bool))
+        d_new = _near_duplicates_arrays(qa, qlen, cq, *rows_new, self.tolerance)
+        return d_old, d_new
 
-        def near(qs, cs):
-            if not cs:
-                return np.zeros((len(qs), 0), dtype=bool)
-            return _near_duplicates(qs, cs, self.tolerance)
-
-        return near(new, old), near(new, new)
+    def _keep_rows(self, sources: list[int]) -> None:
+        """Align the cached candidate arrays with the new `items`: `sources[r]` is the row of item r among the old
+        items followed by the new prompts of this `add`."""
+        if self.dedup != "edit":
+            return
+        (oa, olen, oc), (na, nlen, nc) = self._pending
+        del self._pending
+        W, V = max(oa.shape[1], na.shape[1]), max(oc.shape[1], nc.shape[1])
+        idx = np.asarray(sources, dtype=np.int64)
+        rows = (np.concatenate([_widen(oa, W, -2), _widen(na, W, -2)])[idx], np.concatenate([olen, nlen])[idx],
+                np.concatenate([_widen(oc, V, 0), _widen(nc, V, 0)])[idx])
+        self._rows = ([it.tokens for it in self.items], rows)
 
     def add(self, tokens: Sequence[Sequence[int]], texts: list[str], c_log_reward, lm_log_reward, priority) -> int:
         """Add a batch; returns how many items were accepted."""
@@ -270,13 +311,15 @@ class ReplayBuffer:
             alive_old[dups_old] = False
             accepted[dups_new] = False
             accepted[i] = True
-        kept = [it for it, a in zip(self.items, alive_old) if a]
-        kept += [BufferItem(new[i], texts[i], float(arrs[0][i]), float(arrs[1][i]), float(arrs[2][i]))
+        n_old = len(self.items)
+        kept = [(it, k) for k, (it, a) in enumerate(zip(self.items, alive_old)) if a]
+        kept += [(BufferItem(new[i], texts[i], float(arrs[0][i]), float(arrs[1][i]), float(arrs[2][i])), n_old + i)
                  for i in np.flatnonzero(accepted)]
-        before = {id(it) for it in self.items}
-        kept.sort(key=lambda it: -it.priority)  # stable: older items first among equal priority
-        self.items = kept[: self.capacity]
-        return sum(id(it) not in before for it in self.items)
+        kept.sort(key=lambda pair: -pair[0].priority)  # stable: older items first among equal priority
+        kept = kept[: self.capacity]
+        self.items = [it for it, _ in kept]
+        self._keep_rows([src for _, src in kept])
+        return sum(src >= n_old for _, src in kept)
 
     def sample(self, n: int, rng: np.random.Generator) -> list[BufferItem]:
         """`n` items with replacement, probability proportional to max(priority, 1e-3)."""
@@ -389,7 +432,7 @@ class RedTeamTrainer:
 
     def prior_log_reward(self, tokens: Sequence[Sequence[int]]) -> np.ndarray:
         """log p_ref(x), with `LENGTH_PENALTY` (-500) for prompts shorter than the attacker's `min_len`."""
-        with torch.no_grad():
+        with torch.inference_mode():
             lp = self.reference.log_prob(tokens).double().cpu().numpy()
         lens = np.array(self.attacker.prompt_lengths(tokens))
         return np.where(lens < self.attacker.min_len, LENGTH_PENALTY, lp)
