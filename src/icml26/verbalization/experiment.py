@@ -59,7 +59,8 @@ _TRAIN = {"batch_size": 64, "base_steps": 1500, "base_lr": 3e-3, "ft_steps": 400
 _EVAL = {"ps_source_layers": [1, 2], "ps_target_layers": [0, 1], "probe_folds": 4, "probe_l2": [1e-2, 1e-1, 1.0],
          "probe_max_iter": 100, "inverter_texts": 1500, "real_lm": False, "real_lm_facts": 40, "real_lm_source_layers": [6, 12],
          "real_lm_target_layers": [2, 6], "real_lm_max_new_tokens": 6, "real_lm_lit": False, "real_lm_lit_train": 13,
-         "real_lm_lit_read_layer": 6, "real_lm_lit_rank": 8, "real_lm_lit_steps": 80}
+         "real_lm_lit_read_layer": 6, "real_lm_lit_rank": 8, "real_lm_lit_steps": 80,
+         "real_lm_persona": False, "real_lm_persona_ft_steps": 100, "real_lm_persona_lit_steps": 80}
 
 CONFIGS: dict[str, dict[str, Any]] = {
     "smoke": {"seeds": [0], "workers": 1, **_WORLD, **_MODEL, **_TRAIN, **_EVAL,
@@ -71,7 +72,8 @@ CONFIGS: dict[str, dict[str, Any]] = {
               "probe_folds": 2},
     "small": {"seeds": [0, 1, 2], "workers": 0, **_WORLD, **_MODEL, **_TRAIN, **_EVAL},
     # the small experiment with the seeds the inconclusive hints ask for (issue 30), same code path
-    "medium": {"seeds": list(range(8)), "workers": 0, **_WORLD, **_MODEL, **_TRAIN, **_EVAL, "real_lm_lit": True},
+    "medium": {"seeds": list(range(8)), "workers": 0, **_WORLD, **_MODEL, **_TRAIN, **_EVAL, "real_lm_lit": True,
+               "real_lm_persona": True},
     "paper": {  # spec 7: see icml26.verbalization.scale and docs/verbalization.md
         "seed": 0, "target_model": "meta-llama/Llama-3.1-8B-Instruct",
         "decoder_model": "meta-llama/Llama-3.1-8B-Instruct", "personaqa_dir": "", "personaqa_variant": "PersonaQA",
@@ -122,9 +124,13 @@ CONFIG_HELP = {
     "real_lm_lit_train": "countries the SmolLM2 LIT decoder is trained on (the rest are held out)",
     "real_lm_lit_read_layer": "SmolLM2 layer the LIT decoder reads", "real_lm_lit_rank": "LoRA rank of that decoder",
     "real_lm_lit_steps": "LIT training steps of that decoder",
+    "real_lm_persona": "also run the persona arm on SmolLM2 (claim RP, report-only: LoRA fine-tunes on F1 / F2, LoRA "
+                       "LIT decoders, conditions (d), (e) and their positive control; ~7 min on 2 cores, cached)",
+    "real_lm_persona_ft_steps": "LoRA fine-tune steps of each SmolLM2 persona model (M1, M2'-FT)",
+    "real_lm_persona_lit_steps": "LIT training steps of each SmolLM2 persona decoder (M2', M2'')",
 }
 
-EXPECTED_RUNTIME_S = {"smoke": 10, "small": 240, "medium": 1500}
+EXPECTED_RUNTIME_S = {"smoke": 10, "small": 240, "medium": 1950}
 
 CHANCE_MARGIN = 0.10  # claims 1 and 2: acc_target <= chance + 0.10
 PROBE_MARGIN = 0.25  # claim 2: probe >= chance + 0.25
@@ -158,7 +164,8 @@ def validate_config(config: dict) -> None:
     for k in ("n_cultures", "n_values", "n_fantasy_values", "n_subjects", "n_objects", "d_model", "n_layers",
               "n_heads", "max_len", "batch_size", "base_steps", "ft_steps", "lit_steps", "max_new_tokens",
               "probe_folds", "lit_relation_repeat", "probe_max_iter", "inverter_texts", "real_lm_facts", "real_lm_max_new_tokens",
-              "relations", "real_lm_lit_train", "real_lm_lit_read_layer", "real_lm_lit_rank", "real_lm_lit_steps"):
+              "relations", "real_lm_lit_train", "real_lm_lit_read_layer", "real_lm_lit_rank", "real_lm_lit_steps",
+              "real_lm_persona_ft_steps", "real_lm_persona_lit_steps"):
         check_int(config[k], k, min=1)
     for k in ("n_personas", "n_fantasy", "n_generic", "n_roster", "n_fantasy_roster", "read_layer",
               "write_layer"):
@@ -179,6 +186,7 @@ def validate_config(config: dict) -> None:
     check_choice(config["lit_read"], "lit_read", ("target", "base"))
     check_bool(config["real_lm"], "real_lm")
     check_bool(config["real_lm_lit"], "real_lm_lit")
+    check_bool(config["real_lm_persona"], "real_lm_persona")
     for k in ("ps_source_layers", "ps_target_layers", "real_lm_source_layers", "real_lm_target_layers",
               "attributes"):
         if not isinstance(config[k], (list, tuple)) or not config[k]:
@@ -717,6 +725,48 @@ def claim_real_lit(res: dict) -> Claim:
                 f"real_lm_lit=true)." + _verdict_note(d))
 
 
+def claim_real_persona(res: dict) -> Claim:
+    """RP: claims 1 and 3e asked of a real decoder (report-only): SmolLM2 taught knowledge-controlled personas,
+    LoRA LIT decoders of the knowledge models reading M1, and their own positive control (issue 37)."""
+    rs, chance = [res], res["chance"]
+    acc = res["accuracy"]
+    parts = [_acc("pc_M2p", rs, PC_MIN, ">=", "PC: M2' on held-out people >= 0.5"),
+             _acc("pc_M2pp", rs, PC_MIN, ">=", "PC: M2'' on held-out people >= 0.5"),
+             _acc("d_belief", rs, BELIEF_MIN, ">=", "1: belief >= 0.5"),
+             _acc("d_target", rs, chance + CHANCE_MARGIN, "<=", "1: target <= chance + 0.10"),
+             _diff(("d_belief", "d_target"), rs, 0.0, ">=", "1: belief - 3 x target >= 0", w=BELIEF_RATIO),
+             _diff(("e_lit", "e_ctrl"), rs, -SHARED_TOL, ">=", "3e: LIT - control >= -0.10"),
+             _diff(("e_lit", "e_ctrl"), rs, SHARED_TOL, "<=", "3e: LIT - control <= 0.10")]
+    d = stats.all_of(*parts, label="RP")
+    pc_ok = all(p.verdict == "held" for p in parts[:2])
+    return Claim(
+        id="RP", statement="Claims 1 and 3e on a real LM: SmolLM2 LoRA LIT decoders follow their own model's "
+                           "persona knowledge (d), and with shared knowledge match 'recovered name + zero-shot' "
+                           "(e), after passing their own positive control.",
+        metric=f"fantasy personas taught to SmolLM2-135M by LoRA fine-tunes (M1: F1, M2'-FT: F2, M2''-FT = M1); "
+               f"LoRA LIT decoders read M1 at layer {res['read_layer']}, write at layer {res['write_layer']}: PC on "
+               f"held-out generic people, (d) M2' vs F2 / F1, (e) M2'' - zero-shot M1 on the name M2'' recovered",
+        measured={"pc_M2p": acc["pc_M2p"], "pc_M2pp": acc["pc_M2pp"], "pc_text_M2p": acc["pc_text_M2p"],
+                  "belief": acc["d_belief"], "target": acc["d_target"], "lit_e": acc["e_lit"],
+                  "control_e": acc["e_ctrl"], "self_report_M1": acc["self_M1"], "chance": chance},
+        threshold=f"PC >= {PC_MIN} for both decoders; belief >= {BELIEF_MIN}, target <= chance + {CHANCE_MARGIN}, "
+                  f"belief >= {BELIEF_RATIO:g} x target; |LIT - control| <= {SHARED_TOL}",
+        decision=d, kind="report",
+        paper="Fantasy with the verbalizer taught the personas: verbalization 18-72 %, what the verbalizer knows, "
+              "not the target (s); inverted text + zero-shot ~0.79 vs LIT ~0.78 (s)",
+        details=f"seed {res['seed']}: {res['n_personas']} personas x {len(res['attributes'])} attributes "
+                f"(clusters: personas), {res['n_heldout']} held-out people ({res['n_train_people']} LIT training "
+                f"people); fine-tunes LoRA rank {res['ft_rank']}, {res['ft_steps']} steps; decoders LoRA rank "
+                f"{res['lit_rank']}, {res['lit_steps']} steps. Sanity: M1 self-report on F1 {acc['self_M1']:.2f}, "
+                f"M2'-FT on F2 in text mode {acc['text_M2p']:.2f}, text-mode ceilings on the held-out people "
+                f"M2'-FT {acc['pc_text_M2p']:.2f} / M1 {acc['pc_text_M1']:.2f}; decoders on their training people "
+                f"M2' {acc['train_M2p']:.2f} / M2'' {acc['train_M2pp']:.2f}; name recovery on personas M2' "
+                f"{acc['rec_M2p']:.2f} / M2'' {acc['rec_M2pp']:.2f}. "
+                + ("The decoders passed their positive control, so parts 1 and 3e are informative. " if pc_ok else
+                   "The decoders did NOT pass their positive control, so parts 1 and 3e say little about the "
+                   "paper. ") + "Report-only (`--scale medium` or --set real_lm_persona=true)." + _verdict_note(d))
+
+
 # ------------------------------------------------------------------------------------------- figures
 _COND = {"a": "(a) consistent", "b": "(b) shuffled", "c": "(c) fantasy\nM2 unaware", "d": "(d) fantasy\nM2' mismatch",
          "e": "(e) fantasy\nM2'' shared", "f": "(f) feature\nextraction"}
@@ -884,6 +934,14 @@ def run(config: dict) -> Result:
         timings["real_lm_lit_s"] = time.perf_counter() - t
         metrics["real_lm_lit"] = rl
         claims.append(claim_real_lit(rl))
+    if cfg["real_lm_persona"]:
+        from icml26.verbalization.real_lm import smollm2_lit_persona
+
+        t = time.perf_counter()
+        rp = smollm2_lit_persona(ft_steps=cfg["real_lm_persona_ft_steps"], lit_steps=cfg["real_lm_persona_lit_steps"])
+        timings["real_lm_persona_s"] = time.perf_counter() - t
+        metrics["real_lm_persona"] = rp
+        claims.append(claim_real_persona(rp))
     result = Result(slug=SLUG, scale=scale, config=config, metrics=metrics, claims=claims)
     result.add_figure("conditions", _fig_conditions(per_seed))
     result.add_figure("probe", _fig_probe(per_seed, per_seed[0]["c"]["chance"]))
@@ -896,4 +954,5 @@ def run(config: dict) -> Result:
 
 
 __all__ = ["CONFIGS", "CONFIG_HELP", "EXPECTED_RUNTIME_S", "validate_config", "run", "train_base_job",
-           "finetune_job", "lit_job", "evaluate_job", "job_graph", "claim_real_lit"]
+           "finetune_job", "lit_job", "evaluate_job", "job_graph", "claim_real_lit",
+           "claim_real_persona"]
