@@ -120,5 +120,7 @@ def test_persona_arm_rejects_bad_arguments(tiny):
         lit_persona_arm(model, tok, **{**ARM, "attributes": ("height",)})
     with pytest.raises(IndexError):
         lit_persona_arm(model, tok, **{**ARM, "read_layer": 9})
+    with pytest.raises(ValueError, match="name_max_new_tokens"):
+        lit_persona_arm(model, tok, **{**ARM, "name_max_new_tokens": 0})
     with pytest.raises(ValueError, match="projections"):
         lora_finetune(torch.nn.Sequential(torch.nn.Linear(2, 2)), tok, ["x"], steps=1)

@@ -250,7 +250,7 @@ def lit_persona_arm(model, tokenizer, *, seed: int = 0, n_personas: int = 8, n_c
                     ft_steps: int = 100, ft_lr: float = 2e-3, lit_rank: int = 8, lit_steps: int = 80,
                     lit_lr: float = 2e-3, read_layer: int = 6, write_layer: int = 0, batch_size: int = 8,
                     rehearsal_fraction: float = 0.25, n_name_pairs: int = 12, max_new_tokens: int = 8,
-                    placeholder: str = "?") -> dict:
+                    name_max_new_tokens: int = 16, placeholder: str = "?") -> dict:
     """Claims 1 and 3e on a real LM: knowledge-controlled personas taught to `model`, read by LoRA LIT decoders.
 
     World: `PersonaWorld(seed)` with `n_personas` fantasy personas (invented names and values; F1 for the target,
@@ -266,6 +266,9 @@ def lit_persona_arm(model, tokenizer, *, seed: int = 0, n_personas: int = 8, n_c
       (d) M2' against F2 (belief) and F1 (target); (e) M2'' against F1 and the control zero-shot M1 on the name
       M2'' recovered; PC: M2' and M2'' on the held-out people (text-mode ceilings M2'-FT and M1); sanity: M1
       self-report on F1, M2'-FT on F2 in text mode, M2' name recovery, both decoders on their training people.
+    Attribute answers get `max_new_tokens` tokens; name-recovery answers `name_max_new_tokens` (the invented names
+    take more than 8 SmolLM2 tokens), cut at the first line break or " ." before scoring and before the control
+    reads them.
     """
     seed = check_int(seed, "seed", min=0)
     n_personas = check_int(n_personas, "n_personas", min=2)
@@ -277,7 +280,8 @@ def lit_persona_arm(model, tokenizer, *, seed: int = 0, n_personas: int = 8, n_c
         raise ValueError(f"n_heldout ({n_heldout}) must leave LIT training people: it must be < n_cultures * "
                          f"n_generic = {n_people}")
     for k, v in (("ft_steps", ft_steps), ("lit_steps", lit_steps), ("batch_size", batch_size),
-                 ("max_new_tokens", max_new_tokens), ("ft_rank", ft_rank), ("lit_rank", lit_rank)):
+                 ("max_new_tokens", max_new_tokens), ("name_max_new_tokens", name_max_new_tokens),
+                 ("ft_rank", ft_rank), ("lit_rank", lit_rank)):
         check_int(v, k, min=1)
     n_name_pairs = check_int(n_name_pairs, "n_name_pairs", min=0)
     _check_layer(model, read_layer, "read_layer")
@@ -335,14 +339,23 @@ def lit_persona_arm(model, tokenizer, *, seed: int = 0, n_personas: int = 8, n_c
     keep("d_target", contains_match(comp_d, f1), per)
     comp_e = lits["M2pp"].verbalize(src, qs)
     keep("e_lit", contains_match(comp_e, f1), per)
-    rec = lits["M2pp"].verbalize(src, NAME_QUESTION)
+    def recover_names(lit, sources) -> list[str]:
+        """The decoder's answers to the name question, with room for a whole name, up to the sentence's end."""
+        cap, lit.max_new_tokens = lit.max_new_tokens, name_max_new_tokens
+        try:
+            out = lit.verbalize(sources, NAME_QUESTION)
+        finally:
+            lit.max_new_tokens = cap
+        return [r.split("\n")[0].split(" .")[0].strip() for r in out]
+
+    rec = recover_names(lits["M2pp"], src)
     ctrl_src = [NAME_PARAPHRASES[0].format(name=r.strip() or "?") for r in rec]
     keep("e_ctrl", contains_match(zero_shot(m1).verbalize(ctrl_src, qs), f1), per)
     keep("self_M1", contains_match(zero_shot(m1).verbalize(src, qs), f1), per)
     keep("text_M2p", contains_match(zero_shot(m2p).verbalize(src, qs), f2), per)
     names = [p.name for p in world.personas["fantasy"]]
-    keep("rec_M2p", contains_match(lits["M2p"].verbalize([NAME_PARAPHRASES[0].format(name=n) for n in names],
-                                                         NAME_QUESTION), names), names)
+    keep("rec_M2p", contains_match(recover_names(lits["M2p"], [NAME_PARAPHRASES[0].format(name=n) for n in names]),
+                                   names), names)
     keep("rec_M2pp", contains_match([rec[i] for i in range(0, len(rec), len(world.attributes))], names), names)
 
     def person_items(people):
@@ -372,7 +385,7 @@ def lit_persona_arm(model, tokenizer, *, seed: int = 0, n_personas: int = 8, n_c
 
 def smollm2_lit_persona(use_cache: bool = True, **kwargs) -> dict:
     """`lit_persona_arm` on SmolLM2-135M-Instruct, cached on disk by its arguments (`kwargs` go to the arm)."""
-    key = json.dumps([sorted(kwargs.items()), 1], default=list)
+    key = json.dumps([sorted(kwargs.items()), 2], default=list)  # 2: name answers get name_max_new_tokens
     path = cache_dir("verbalization") / f"smollm2_lit_persona_{hashlib.sha256(key.encode()).hexdigest()[:12]}.json"
     if use_cache and path.exists():
         return json.loads(path.read_text())
