@@ -43,7 +43,7 @@ from icml26.common.validation import check_int
 from icml26.verbalization.hooks import _check_layer
 from icml26.verbalization.data import ATTRIBUTES, NAME_PARAPHRASES, NAME_QUESTION, PersonaWorld
 from icml26.verbalization.models import train_lm
-from icml26.verbalization.verbalize import LITVerbalizer, PatchscopesVerbalizer, merge_lora
+from icml26.verbalization.verbalize import LITVerbalizer, PatchscopesVerbalizer, add_lora, merge_lora
 
 __all__ = ["load_smollm2", "REAL_FACTS", "real_fact_items", "smollm2_patchscopes", "LIT_QUESTIONS",
            "lit_world_knowledge", "smollm2_lit_pc", "lora_finetune", "lit_persona_arm", "smollm2_lit_persona"]
@@ -215,7 +215,6 @@ def smollm2_lit_pc(n_train: int = 13, read_layer: int = 6, lora_rank: int = 8, s
 
 
 # ------------------------------------------------------------------------------------------- persona arm (claim RP)
-_LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 
 def lora_finetune(model, tokenizer, texts, *, rank: int = 16, steps: int = 100, lr: float = 2e-3,
@@ -224,18 +223,10 @@ def lora_finetune(model, tokenizer, texts, *, rank: int = 16, steps: int = 100, 
 
     Returns (the fine-tuned copy, frozen and in eval mode; the loss per step). `model` is left unchanged.
     """
-    from peft import LoraConfig, inject_adapter_in_model
-
     rank = check_int(rank, "rank", min=1)
     out = _copy.deepcopy(model)
-    names = {n.rsplit(".", 1)[-1] for n, m in out.named_modules() if isinstance(m, torch.nn.Linear)}
-    targets = sorted(names & set(_LORA_TARGETS))
-    if not targets:
-        raise ValueError(f"lora_finetune: the model has none of the Llama projections {_LORA_TARGETS}")
     torch.manual_seed(seed)  # the LoRA init
-    inject_adapter_in_model(LoraConfig(r=rank, lora_alpha=2 * rank, target_modules=targets, lora_dropout=0.0), out)
-    for n, p in out.named_parameters():
-        p.requires_grad_("lora_" in n)
+    add_lora(out, rank, "lora_finetune")
     losses = train_lm(out, tokenizer, texts, steps=steps, lr=lr, batch_size=batch_size, seed=seed)
     merge_lora(out)
     if hasattr(out, "peft_config"):  # plain weights now: a later LoRA (the LIT decoder) starts afresh

@@ -171,6 +171,27 @@ def lit_batch_loss(decoder, seqs: Sequence[Sequence[int]], label_starts: Sequenc
                            ignore_index=-100)
 
 
+LORA_TARGETS = frozenset({"q_proj", "k_proj", "v_proj", "o_proj", "c_attn", "query_key_value", "up", "down", "gate",
+                          "up_proj", "down_proj", "gate_proj"})
+
+
+def add_lora(model: torch.nn.Module, rank: int, name: str = "rank") -> list[torch.nn.Parameter]:
+    """Inject peft LoRA adapters (rank `rank`, alpha 2 x rank, no dropout) into `model`'s attention/MLP projections
+    (the Linear layers named in `LORA_TARGETS`), in place; only the adapters stay trainable. Returns them."""
+    try:
+        from peft import LoraConfig, inject_adapter_in_model
+    except ImportError as e:  # pragma: no cover - peft is in the [verbalization] extra
+        raise ImportError(f"{name} needs the optional package peft: pip install icml26[verbalization]") from e
+    names = {n.rsplit(".", 1)[-1] for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)}
+    targets = sorted(names & LORA_TARGETS)
+    if not targets:
+        raise ValueError(f"{name}: the model has none of the attention/MLP projections {sorted(LORA_TARGETS)}")
+    inject_adapter_in_model(LoraConfig(r=rank, lora_alpha=2 * rank, target_modules=targets, lora_dropout=0.0), model)
+    for n, p in model.named_parameters():
+        p.requires_grad_("lora_" in n)
+    return [p for p in model.parameters() if p.requires_grad]
+
+
 def merge_lora(model: torch.nn.Module) -> torch.nn.Module:
     """Fold peft LoRA adapters into their base layers, in place: each adapted Linear becomes a plain Linear with
     W + scale * B A, so `state_dict()` has the original model's keys (a TinyLM can load it). Returns `model`."""
@@ -543,20 +564,7 @@ class LITVerbalizer:
                 for p in dec.parameters():
                     p.requires_grad_(False)
             return [p for p in dec.parameters() if p.requires_grad]
-        try:
-            from peft import LoraConfig, inject_adapter_in_model
-        except ImportError as e:  # pragma: no cover - peft is in the [verbalization] extra
-            raise ImportError("lora_rank needs the optional package peft: pip install icml26[verbalization]") from e
-        names = {n.rsplit(".", 1)[-1] for n, m in dec.named_modules() if isinstance(m, torch.nn.Linear)}
-        targets = sorted(names & {"q_proj", "k_proj", "v_proj", "o_proj", "c_attn", "query_key_value", "up", "down",
-                                  "gate", "up_proj", "down_proj", "gate_proj"})
-        if not targets:
-            raise ValueError("lora_rank: the decoder has no q_proj/k_proj/v_proj/o_proj (or c_attn) layers")
-        inject_adapter_in_model(LoraConfig(r=int(self.lora_rank), lora_alpha=2 * int(self.lora_rank),
-                                           target_modules=targets, lora_dropout=0.0), dec)
-        for n, p in dec.named_parameters():
-            p.requires_grad_("lora_" in n)
-        return [p for p in dec.parameters() if p.requires_grad]
+        return add_lora(dec, int(self.lora_rank), "lora_rank")
 
     # ---------------------------------------------------------------------------------- inference
     def verbalize(self, source_texts: Sequence[str], questions: str | Sequence[str], target=None) -> list[str]:
