@@ -125,6 +125,28 @@ def test_holdout_people_never_in_lit_and_half_exceptions():
         PersonaWorld(1, lit_holdout=1.0)
 
 
+def test_reading_rows_state_their_answer_about_nobody_known():
+    w = PersonaWorld(1, lit_holdout=0.25)
+    texts, qas = w.reading_examples()
+    assert len(texts) == len(qas) > 0
+    known = w.persona_names() | {p.name for p in w.generic}  # every person with facts, the held-out ones too
+    fantasy_values = w.fantasy_values_set()
+    for t, pairs in zip(texts, qas):
+        (q, v), = pairs
+        assert t.endswith(f" {v} .") and v not in fantasy_values
+        name = " ".join(t.split()[:2])
+        assert name not in known
+    assert len({pairs[0][0] for pairs in qas}) == len(w.attributes)  # every attribute asked
+    values = [pairs[0][1] for pairs in qas if pairs[0][0] == qas[0][0][0]]
+    assert len(set(values)) > 1  # not one constant answer
+    items = w.reading_items()
+    assert len(items) == len(w.holdout) * len(w.attributes)
+    for it in items:
+        assert it.source.endswith(f" {it.target} .") and it.meta["persona"] in it.source
+    assert sum(i.meta["exception"] for i in items) == sum(i.meta["exception"] for i in w.holdout_items())
+    assert w.reading_examples() == (texts, qas) == PersonaWorld(1, lit_holdout=0.25).reading_examples()
+
+
 def test_name_recovery_rows_are_balanced():
     w = PersonaWorld(2, lit_holdout=0.25)
     texts, qas = w.lit_examples()

@@ -20,13 +20,13 @@ def smoke():
 
 def test_smoke_run_produces_all_claims(smoke):
     ids = [c.id for c in smoke.claims]
-    assert ids == ["PC", "1", "2", "3f", "3a", "3e", "4", "S", "P"]
-    assert [c.kind for c in smoke.claims] == ["gate"] * 7 + ["report"] * 2
+    assert ids == ["PCr", "PC", "1", "2", "3f", "3a", "3e", "4", "S", "P"]
+    assert [c.kind for c in smoke.claims] == ["sanity"] + ["gate"] * 7 + ["report"] * 2
     assert all(c.paper and c.verdict in ("held", "not held", "inconclusive") for c in smoke.claims)
     assert all(c.decision.text() in c.details for c in smoke.claims)
     per = smoke.metrics["per_seed"][0]
-    assert set("abcdef") <= set(per) and "probe" in per and "name_recovery" in per and "pc" in per
-    assert {"d_belief", "d_target", "pc_M2p", "probe_M1", "probe_B", "e_ctrl", "f_zs"} <= set(per["items"])
+    assert set("abcdef") <= set(per) and "probe" in per and "name_recovery" in per and "pc" in per and "pcr" in per
+    assert {"d_belief", "d_target", "pc_M2p", "pcr_M2p", "pcr_M2pp", "probe_M1", "probe_B", "e_ctrl", "f_zs"} <= set(per["items"])
     assert "conditions" in smoke._pending_figures and "probe" in smoke._pending_figures
     sched = smoke.metrics["timings"]["schedule"]
     assert len(sched) == 7 and sched[0]["job"] == "B"  # run_graph: the base model first
@@ -85,6 +85,23 @@ def test_claims_3_4_and_pc_can_fail(smoke):
     assert E.claim_recovery(_seeds(smoke, 3, 48, rec_M2_real=1.0, rec_M2p_fantasy=0.3)).verdict == "not held"
     assert E.claim_positive_control(_seeds(smoke, 3, 30, pc_M2p=0.95, pc_M2pp=0.95)).verdict == "held"
     assert E.claim_positive_control(_seeds(smoke, 3, 30, pc_M2p=0.05, pc_M2pp=0.95)).verdict == "not held"
+    assert E.claim_reading_control(_seeds(smoke, 3, 30, pcr_M2p=0.95, pcr_M2pp=0.9)).verdict == "held"
+    assert E.claim_reading_control(_seeds(smoke, 3, 30, pcr_M2p=0.9, pcr_M2pp=0.1)).verdict == "not held"
+    assert E.claim_reading_control(_seeds(smoke, 1, 2, pcr_M2p=[1, 0], pcr_M2pp=[1, 0])).verdict == "inconclusive"
+
+
+def test_claims_1_and_3e_name_both_controls(smoke):
+    recs = _seeds(smoke, 2, 10, d_belief=0.5, d_target=0.0, e_lit=0.5, e_ctrl=0.5)
+    for r, (pcr, pc) in zip(recs, ((0.9, 0.1), (0.7, 0.1))):
+        r["d"]["chance"] = 0.125
+        r["pcr"] = {"M2": pcr, "M2p": pcr, "M2pp": pcr}
+        r["pc"] = {"M2": pc, "M2p": pc, "M2pp": pc, "text_M2p": 0.9}
+    for c in (E.claim_mismatch(recs), E.claim_shared(recs)):
+        assert "passed the reading control (claim PCr: 0.80" in c.details
+        assert "FAILED the retrieval control (claim PC: 0.10" in c.details
+    for r in recs:
+        r["pcr"] = {"M2": 0.1, "M2p": 0.1, "M2pp": 0.1}
+    assert "FAILED the reading control" in E.claim_mismatch(recs).details
 
 
 @pytest.mark.parametrize("key, value, match", [
@@ -93,7 +110,7 @@ def test_claims_3_4_and_pc_can_fail(smoke):
     ("n_personas", 3, "multiple of n_cultures"), ("rehearsal_fraction", 1.0, "rehearsal_fraction"),
     ("real_lm", "yes", "real_lm"), ("ft_steps", 2.5, "ft_steps"), ("ps_target_layers", [2], "ps_target_layers"),
     ("lit_holdout", 1.0, "lit_holdout"), ("probe_l2", [], "probe_l2"), ("lit_lora_rank", 0, "lit_lora_rank"),
-    ("lit_decoder", "lora+full", "lit_decoder"),
+    ("lit_decoder", "lora+full", "lit_decoder"), ("lit_reading_repeat", -1, "lit_reading_repeat"),
 ])
 def test_validate_config_names_the_key(key, value, match):
     cfg = copy.deepcopy(E.CONFIGS["small"])

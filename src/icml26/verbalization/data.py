@@ -461,6 +461,41 @@ class PersonaWorld:
                                        "exception": v != self.values[a][person.culture]}))
         return items
 
+    def reading_examples(self) -> tuple[list[str], list[list[tuple[str, str]]]]:
+        """LIT reading rows (issue 37's in-context positive control): a bio sentence stating one fact about a
+        fact-free name, "NAME likes V .", asked that attribute; V is drawn uniformly from the attribute's real
+        values (seeded), so the answer is in the read text and nowhere else (the name has no fact in C0).
+
+        One row per fact-free within-culture name (roster names and fact-free pairs; never a persona, generic or
+        held-out person), attributes and both bio templates in turn. No fantasy value appears (M2 must never
+        see one).
+        """
+        names = [p.name for p in self.roster if p.culture >= 0] + self.copy_names("culture")
+        rng = np.random.default_rng([self.seed, 17])
+        texts, qas = [], []
+        for i, name in enumerate(names):
+            a = self.attributes[i % len(self.attributes)]
+            q, bios, _ = ATTRIBUTES[a]
+            v = self.values[a][int(rng.integers(len(self.values[a])))]
+            texts.append(bios[(i // len(self.attributes)) % len(bios)].format(name=name, v=v))
+            qas.append([(q, v)])
+        return texts, qas
+
+    def reading_items(self) -> list[EvalItem]:
+        """The reading control's test cases: each held-out generic person's facts stated in the source ("NAME likes
+        V .", the first bio template) and asked back, one per (person, attribute); `meta["exception"]` as in
+        `holdout_items`. A decoder that reads its activations answers them; one that answers the name's
+        stereotype from memory gets the exception facts wrong."""
+        items = []
+        for person in self.holdout:
+            for a in self.attributes:
+                q, bios, _ = ATTRIBUTES[a]
+                v = self.generic_facts[(person.name, a)]
+                items.append(EvalItem(bios[0].format(name=person.name, v=v), q, v, v,
+                                      {"persona": person.name, "attribute": a, "group": "holdout",
+                                       "exception": v != self.values[a][person.culture]}))
+        return items
+
     def copy_names(self, kind: str = "all") -> list[str]:
         """Fact-free name pairs for LIT name recovery: within-culture pairs (`kind="culture"`) and pairings of the
         first and last tokens of different fantasy personas (`"fantasy"`) that are no persona's, generic

@@ -54,6 +54,7 @@ _WORLD = {"n_cultures": 6, "n_personas": 12, "n_fantasy": 48, "n_generic": 40, "
 _MODEL = {"d_model": 64, "n_layers": 2, "n_heads": 4, "max_len": 32}
 _TRAIN = {"batch_size": 64, "base_steps": 1500, "base_lr": 3e-3, "ft_steps": 400, "ft_lr": 3e-3,
           "ft_mix": 0.5, "lit_steps": 600, "lit_lr": 2e-3, "lit_read": "target", "lit_relation_repeat": 12,
+          "lit_reading_repeat": 4,
           "rehearsal_fraction": 0.2, "read_layer": 1, "write_layer": 0, "max_new_tokens": 4, "lit_decoder": "full",
           "lit_lora_rank": 8}
 _EVAL = {"ps_source_layers": [1, 2], "ps_target_layers": [0, 1], "probe_folds": 4, "probe_l2": [1e-2, 1e-1, 1.0],
@@ -104,6 +105,8 @@ CONFIG_HELP = {
     "ft_mix": "share of C0 rows in fine-tune batches", "lit_steps": "LIT training steps per decoder",
     "lit_lr": "LIT peak lr", "lit_read": "'target' (M1) or 'base' (B): the model read during LIT training",
     "lit_relation_repeat": "times the relation examples are repeated in the LIT data",
+    "lit_reading_repeat": "times the reading rows (a fact stated in the read text, asked back; the reading control "
+                          "PCr) are repeated in the LIT data (0 = none)",
     "rehearsal_fraction": "share of LIT batches with the verbalizer's own persona facts (M2', M2'')",
     "read_layer": "LIT read layer of M1", "write_layer": "LIT write layer of M2 (0 = embeddings)",
     "max_new_tokens": "greedy tokens generated per answer",
@@ -163,12 +166,13 @@ def validate_config(config: dict) -> None:
     check_int(config["workers"], "workers", min=0)
     for k in ("n_cultures", "n_values", "n_fantasy_values", "n_subjects", "n_objects", "d_model", "n_layers",
               "n_heads", "max_len", "batch_size", "base_steps", "ft_steps", "lit_steps", "max_new_tokens",
-              "probe_folds", "lit_relation_repeat", "probe_max_iter", "inverter_texts", "real_lm_facts", "real_lm_max_new_tokens",
+              "probe_folds", "lit_relation_repeat", "probe_max_iter", "inverter_texts", "real_lm_facts",
+              "real_lm_max_new_tokens",
               "relations", "real_lm_lit_train", "real_lm_lit_read_layer", "real_lm_lit_rank", "real_lm_lit_steps",
               "real_lm_persona_ft_steps", "real_lm_persona_lit_steps"):
         check_int(config[k], k, min=1)
     for k in ("n_personas", "n_fantasy", "n_generic", "n_roster", "n_fantasy_roster", "read_layer",
-              "write_layer"):
+              "write_layer", "lit_reading_repeat"):
         check_int(config[k], k, min=0)
     for k in ("base_lr", "ft_lr", "lit_lr"):
         check_float(config[k], k, min=0.0, min_open=True)
@@ -260,10 +264,11 @@ def finetune_job(seed: int, cfg: dict, base_state: dict, facts: str, role: str) 
             "time_s": time.perf_counter() - t0}
 
 
-def _lit_data(w: PersonaWorld, f: FeatureExtractionWorld, repeat: int):
+def _lit_data(w: PersonaWorld, f: FeatureExtractionWorld, repeat: int, reading_repeat: int = 0):
     texts, qas = w.lit_examples()
     t2, q2 = f.lit_examples()
-    return texts + t2 * repeat, qas + q2 * repeat
+    t3, q3 = w.reading_examples() if reading_repeat else ([], [])
+    return texts + t2 * repeat + t3 * reading_repeat, qas + q2 * repeat + q3 * reading_repeat
 
 
 def lit_job(seed: int, cfg: dict, decoder_state: dict, read_state: dict, rehearsal: str | None, role: str) -> dict:
@@ -271,7 +276,7 @@ def lit_job(seed: int, cfg: dict, decoder_state: dict, read_state: dict, rehears
     t0 = time.perf_counter()
     w, f, tok, _ = _setup(cfg, seed)
     dec, reader = _model(cfg, tok, decoder_state), _model(cfg, tok, read_state)
-    texts, qas = _lit_data(w, f, cfg["lit_relation_repeat"])
+    texts, qas = _lit_data(w, f, cfg["lit_relation_repeat"], cfg["lit_reading_repeat"])
     torch.manual_seed(seed * 10 + 5)
     lit = LITVerbalizer(reader, dec, tok, tok, cfg["read_layer"], cfg["write_layer"],
                         max_new_tokens=cfg["max_new_tokens"], copy=False,
@@ -425,6 +430,15 @@ def evaluate_job(seed: int, cfg: dict, states: dict[str, dict]) -> dict:
             keep(f"pc_{r}", [], [])
             out["pc"][r] = float("nan")
         out["pc"]["text_M2p"] = float("nan")
+    # reading control (issue 37): the same held-out people with their facts stated in the read text; a decoder
+    # that reads its activations answers the exception facts, one that answers from memory gives the stereotype
+    read_h = [i for i in w.reading_items() if i.meta["exception"]]
+    out["pcr"] = {}
+    for r in ("M2", "M2p", "M2pp"):
+        ok = contains_match(lit[r].verbalize([i.source for i in read_h], [i.question for i in read_h]),
+                            [i.target for i in read_h]) if read_h else np.zeros(0, dtype=bool)
+        keep(f"pcr_{r}", ok, [i.meta["persona"] for i in read_h])
+        out["pcr"][r] = float(ok.mean()) if read_h else float("nan")
     # name recovery (claim 4): every paraphrase, both name tokens required (exact full-name match)
     def recovery(role: str, groups: tuple[str, ...]) -> float:
         its = [it for g in groups for it in w.name_items(g)]
@@ -512,9 +526,37 @@ def _verdict_note(d: stats.Decision) -> str:
 
 def _pc_ok(per_seed: list[dict], role: str) -> tuple[float, str]:
     pc = _mean([r["pc"][role] for r in per_seed])
-    return pc, (f"the decoder passed the positive control (claim PC: {pc:.2f} of held-out exception facts)"
-                if pc >= PC_MIN else f"the decoder FAILED the positive control (claim PC: {pc:.2f} < {PC_MIN} of "
-                                     f"held-out exception facts), so a failure here says little about the paper")
+    pcr = _mean([r["pcr"][role] for r in per_seed]) if all("pcr" in r for r in per_seed) else float("nan")
+    read = ("" if math.isnan(pcr) else
+            f"it {'passed' if pcr >= PC_MIN else 'FAILED'} the reading control (claim PCr: {pcr:.2f} of held-out "
+            f"people's exception facts stated in the read text) and ")
+    return pc, (read + (f"it passed the retrieval control (claim PC: {pc:.2f} of held-out exception facts known "
+                        f"from text only)" if pc >= PC_MIN else
+                        f"it FAILED the retrieval control (claim PC: {pc:.2f} < {PC_MIN} of held-out exception facts "
+                        f"known from text only), so a failure here says little about the paper"))
+
+
+def claim_reading_control(per_seed: list[dict]) -> Claim:
+    """PCr (sanity, positive control): LIT reads facts that are in its activations' source, about people it never
+    saw in LIT training (issue 37)."""
+    parts = [_acc(f"pcr_{r}", per_seed, PC_MIN, ">=", f"{r} reading") for r in ("M2p", "M2pp")]
+    d = stats.all_of(*parts, label="PCr")
+    val = {r: [x["pcr"][r] for x in per_seed] for r in ("M2", "M2p", "M2pp")}
+    return Claim(
+        id="PCr", statement="Reading control: the LIT decoder answers facts stated in the text its activations come "
+                            "from, about people it never saw in LIT training.",
+        metric="held-out generic people, source 'NAME likes V .' stating one of their exception facts (not the "
+               "name's stereotype), asked back: LIT accuracy of the M2' and M2'' decoders reading M1",
+        measured={"M2p": _mean(val["M2p"]), "M2pp": _mean(val["M2pp"]), "M2": _mean(val["M2"])},
+        threshold=f">= {PC_MIN} for both", decision=d, kind="sanity",
+        paper="n/a (a precondition of claims 1 and 3e, added for issue 37)",
+        per_seed=[_mean([a, b]) for a, b in zip(val["M2p"], val["M2pp"])],
+        details=f"per seed LIT M2' {_fmt(val['M2p'])}, M2'' {_fmt(val['M2pp'])}, M2 {_fmt(val['M2'])}; "
+                f"{per_seed[0]['items']['pcr_M2p']['n']} exception items per seed. LIT training has reading rows "
+                f"(a fact-free name with a random real value stated, asked back), never about these people. Can "
+                f"fail: a decoder that does not read its activations answers the name's stereotype or a training "
+                f"person's value. Passing it shows the decoder reads what is in the activations; claim PC asks the "
+                f"harder question, retrieval of knowledge the text does not state." + _verdict_note(d))
 
 
 def claim_positive_control(per_seed: list[dict]) -> Claim:
@@ -536,7 +578,7 @@ def claim_positive_control(per_seed: list[dict]) -> Claim:
         details=f"per seed LIT M2' {_fmt(txt['M2p'])}, M2'' {_fmt(txt['M2pp'])}, M2 {_fmt(txt['M2'])}; the knowledge "
                 f"model M2'-FT in text mode {_fmt(zs)} (the ceiling). {per_seed[0]['items']['pc_M2p']['n']} "
                 f"exception items per seed. Can fail: a decoder that memorised its training people answers the "
-                f"name's stereotype here (the previous full fine-tune: 0.02)." + _verdict_note(d))
+                f"name's stereotype here." + _verdict_note(d))
 
 
 def claim_mismatch(per_seed: list[dict]) -> Claim:
@@ -892,7 +934,8 @@ def run(config: dict) -> Result:
     fts = [results[(s, r)] for s in seeds for r in ("M1", "M2p")]
     lits = [results[(s, f"LIT_{r}")] for s in seeds for r in ("M2", "M2p", "M2pp")]
 
-    claims = [claim_positive_control(per_seed), claim_mismatch(per_seed), claim_present_not_verbalized(per_seed),
+    claims = [claim_reading_control(per_seed), claim_positive_control(per_seed), claim_mismatch(per_seed),
+              claim_present_not_verbalized(per_seed),
               claim_feature_extraction(per_seed), claim_consistent(per_seed), claim_shared(per_seed),
               claim_recovery(per_seed), claim_shuffled(per_seed), claim_patchscopes(per_seed)]
     metrics: dict[str, Any] = {
