@@ -1,6 +1,6 @@
 """Throughput of the verbalization hooks: activations read and verbalizations produced per second.
 
-    flock /tmp/icml26_heavy.lock .venv/bin/python benchmarks/verbalization_throughput.py [--skip-smollm2] [--json F]
+    flock /tmp/icml26-cpu.lock .venv/bin/python benchmarks/verbalization_throughput.py [--skip-smollm2] [--json F]
 
 TinyLM: the small-config TinyCausalLM (d 64, 2 layers, the toy vocabulary), untrained (speed does not depend on
 the weights), batches of 64 six-token name prompts; LIT verbalizations with 6 placeholders + question and 4 new

@@ -147,6 +147,25 @@ def test_reading_rows_state_their_answer_about_nobody_known():
     assert w.reading_examples() == (texts, qas) == PersonaWorld(1, lit_holdout=0.25).reading_examples()
 
 
+def test_reading_passes_redraw_values_so_rows_cannot_be_memorised():
+    w = PersonaWorld(1, lit_holdout=0.25)
+    one, _ = w.reading_examples()
+    texts, qas = w.reading_examples(3)
+    assert len(texts) == 3 * len(one) and texts[:len(one)] == one  # pass 0 is the one-pass rows
+    n = len(one)
+    names = [" ".join(t.split()[:2]) for t in texts]
+    assert names[:n] == names[n:2 * n] == names[2 * n:]  # every pass covers the same fact-free names
+    # per name, the (question, value) pairs change across passes: name -> answer is not a fixed map
+    changed = sum(len({tuple(qas[i + k * n][0]) for k in range(3)}) > 1 for i in range(n))
+    assert changed == n
+    # the value a name is asked about is drawn afresh: most rows of one pass disagree with the last pass' value
+    assert sum(texts[i] != texts[i + n] for i in range(n)) == n
+    assert w.reading_examples(3) == (texts, qas)
+    for bad, err in ((0, ValueError), (1.5, ValueError), ("2", TypeError), (True, TypeError)):
+        with pytest.raises(err, match="repeat"):
+            w.reading_examples(bad)
+
+
 def test_name_recovery_rows_are_balanced():
     w = PersonaWorld(2, lit_holdout=0.25)
     texts, qas = w.lit_examples()

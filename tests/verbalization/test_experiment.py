@@ -54,7 +54,7 @@ def test_claim_1_broken_arm_and_tiny_sample(smoke):
     for r in good:
         r["d"]["chance"] = 0.125
     assert E.claim_mismatch(good).verdict == "held"
-    reads_target = _seeds(smoke, 3, 48, d_belief=0.9, d_target=0.8)  # a decoder that reads M1's facts
+    reads_target = _seeds(smoke, 3, 48, d_belief=0.9, d_target=0.8, pc_M2p=0.9)  # reads M1's facts
     for r in reads_target:
         r["d"]["chance"] = 0.125
     assert E.claim_mismatch(reads_target).verdict == "not held"
@@ -81,7 +81,7 @@ def test_claims_3_4_and_pc_can_fail(smoke):
     assert E.claim_consistent(_seeds(smoke, 3, 24, a_zs=0.95)).verdict == "held"
     assert E.claim_consistent(_seeds(smoke, 3, 24, a_zs=0.3)).verdict == "not held"
     assert E.claim_shared(_seeds(smoke, 3, 48, e_lit=0.95, e_ctrl=0.95)).verdict == "held"
-    assert E.claim_shared(_seeds(smoke, 3, 48, e_lit=0.1, e_ctrl=0.95)).verdict == "not held"
+    assert E.claim_shared(_seeds(smoke, 3, 48, e_lit=0.1, e_ctrl=0.95, pc_M2pp=0.9)).verdict == "not held"
     assert E.claim_recovery(_seeds(smoke, 3, 48, rec_M2_real=1.0, rec_M2p_fantasy=0.3)).verdict == "not held"
     assert E.claim_positive_control(_seeds(smoke, 3, 30, pc_M2p=0.95, pc_M2pp=0.95)).verdict == "held"
     assert E.claim_positive_control(_seeds(smoke, 3, 30, pc_M2p=0.05, pc_M2pp=0.95)).verdict == "not held"
@@ -102,6 +102,24 @@ def test_claims_1_and_3e_name_both_controls(smoke):
     for r in recs:
         r["pcr"] = {"M2": 0.1, "M2p": 0.1, "M2pp": 0.1}
     assert "FAILED the reading control" in E.claim_mismatch(recs).details
+
+
+def test_claims_1_and_3e_failures_need_a_decoder_that_passed_pc(smoke):
+    """A decoder that cannot retrieve its own knowledge (PC failed) makes a failure of 1 / 3e inconclusive, never
+    not held; a success stands, and with PC passed the same numbers are not held."""
+    def recs(pc):
+        out = _seeds(smoke, 2, 24, d_belief=0.1, d_target=0.0, e_lit=0.1, e_ctrl=0.95, pc_M2p=pc, pc_M2pp=pc)
+        for r in out:
+            r["d"]["chance"] = 0.125
+        return out
+    for claim in (E.claim_mismatch, E.claim_shared):
+        failed, passed = claim(recs(0.05)), claim(recs(0.95))
+        assert passed.verdict == "not held"
+        assert failed.verdict == "inconclusive" and "failed the retrieval control PC" in failed.details
+        assert "not held on its numbers" in failed.details and "What would decide it: more items" not in failed.details
+        assert failed.decision.estimate == passed.decision.estimate
+    ok = _seeds(smoke, 2, 24, e_lit=0.95, e_ctrl=0.95, pc_M2pp=0.05)
+    assert E.claim_shared(ok).verdict == "held"
 
 
 @pytest.mark.parametrize("key, value, match", [

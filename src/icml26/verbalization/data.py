@@ -461,24 +461,29 @@ class PersonaWorld:
                                        "exception": v != self.values[a][person.culture]}))
         return items
 
-    def reading_examples(self) -> tuple[list[str], list[list[tuple[str, str]]]]:
+    def reading_examples(self, repeat: int = 1) -> tuple[list[str], list[list[tuple[str, str]]]]:
         """LIT reading rows (issue 37's in-context positive control): a bio sentence stating one fact about a
         fact-free name, "NAME likes V .", asked that attribute; V is drawn uniformly from the attribute's real
         values (seeded), so the answer is in the read text and nowhere else (the name has no fact in C0).
 
-        One row per fact-free within-culture name (roster names and fact-free pairs; never a persona, generic or
-        held-out person), attributes and both bio templates in turn. No fantasy value appears (M2 must never
-        see one).
+        `repeat` passes over the fact-free within-culture names (roster names and fact-free pairs; never a
+        persona, generic or held-out person), each pass with freshly drawn values and the attributes and bio
+        templates rotated by the pass index: a name's value changes between passes, so the rows cannot be
+        memorised as name -> value pairs and only reading the stated value answers them (a fixed row set
+        repeated was fit to 1.0 while held-out reading stayed at 0.31). No fantasy value appears (M2 must
+        never see one). Deterministic in the world's seed.
         """
+        repeat = check_int(repeat, "repeat", min=1)
         names = [p.name for p in self.roster if p.culture >= 0] + self.copy_names("culture")
-        rng = np.random.default_rng([self.seed, 17])
+        rng = np.random.default_rng([self.seed, 17, 1])
         texts, qas = [], []
-        for i, name in enumerate(names):
-            a = self.attributes[i % len(self.attributes)]
-            q, bios, _ = ATTRIBUTES[a]
-            v = self.values[a][int(rng.integers(len(self.values[a])))]
-            texts.append(bios[(i // len(self.attributes)) % len(bios)].format(name=name, v=v))
-            qas.append([(q, v)])
+        for r in range(repeat):
+            for i, name in enumerate(names):
+                a = self.attributes[(i + r) % len(self.attributes)]
+                q, bios, _ = ATTRIBUTES[a]
+                v = self.values[a][int(rng.integers(len(self.values[a])))]
+                texts.append(bios[(i + r) % len(bios)].format(name=name, v=v))
+                qas.append([(q, v)])
         return texts, qas
 
     def reading_items(self) -> list[EvalItem]:

@@ -54,7 +54,7 @@ _WORLD = {"n_cultures": 6, "n_personas": 12, "n_fantasy": 48, "n_generic": 40, "
 _MODEL = {"d_model": 64, "n_layers": 2, "n_heads": 4, "max_len": 32}
 _TRAIN = {"batch_size": 64, "base_steps": 1500, "base_lr": 3e-3, "ft_steps": 400, "ft_lr": 3e-3,
           "ft_mix": 0.5, "lit_steps": 600, "lit_lr": 2e-3, "lit_read": "target", "lit_relation_repeat": 12,
-          "lit_reading_repeat": 4,
+          "lit_reading_repeat": 8,
           "rehearsal_fraction": 0.2, "read_layer": 1, "write_layer": 0, "max_new_tokens": 4, "lit_decoder": "full",
           "lit_lora_rank": 8}
 _EVAL = {"ps_source_layers": [1, 2], "ps_target_layers": [0, 1], "probe_folds": 4, "probe_l2": [1e-2, 1e-1, 1.0],
@@ -105,8 +105,8 @@ CONFIG_HELP = {
     "ft_mix": "share of C0 rows in fine-tune batches", "lit_steps": "LIT training steps per decoder",
     "lit_lr": "LIT peak lr", "lit_read": "'target' (M1) or 'base' (B): the model read during LIT training",
     "lit_relation_repeat": "times the relation examples are repeated in the LIT data",
-    "lit_reading_repeat": "times the reading rows (a fact stated in the read text, asked back; the reading control "
-                          "PCr) are repeated in the LIT data (0 = none)",
+    "lit_reading_repeat": "passes of reading rows (a fact stated in the read text, asked back; the reading control "
+                          "PCr) in the LIT data, each with fresh values so they cannot be memorised (0 = none)",
     "rehearsal_fraction": "share of LIT batches with the verbalizer's own persona facts (M2', M2'')",
     "read_layer": "LIT read layer of M1", "write_layer": "LIT write layer of M2 (0 = embeddings)",
     "max_new_tokens": "greedy tokens generated per answer",
@@ -267,8 +267,8 @@ def finetune_job(seed: int, cfg: dict, base_state: dict, facts: str, role: str) 
 def _lit_data(w: PersonaWorld, f: FeatureExtractionWorld, repeat: int, reading_repeat: int = 0):
     texts, qas = w.lit_examples()
     t2, q2 = f.lit_examples()
-    t3, q3 = w.reading_examples() if reading_repeat else ([], [])
-    return texts + t2 * repeat + t3 * reading_repeat, qas + q2 * repeat + q3 * reading_repeat
+    t3, q3 = w.reading_examples(reading_repeat) if reading_repeat else ([], [])
+    return texts + t2 * repeat + t3, qas + q2 * repeat + q3
 
 
 def lit_job(seed: int, cfg: dict, decoder_state: dict, read_state: dict, rehearsal: str | None, role: str) -> dict:
@@ -519,7 +519,7 @@ def _diff(keys: tuple[str, str], per_seed: list[dict], threshold: float, directi
 def _verdict_note(d: stats.Decision) -> str:
     """The decision in words, and for an inconclusive one what would decide it."""
     text = " " + d.text() + "."
-    if d.verdict == "inconclusive":
+    if d.verdict == "inconclusive" and not (d.interval and d.interval.method.startswith("not identified")):
         text += f" What would decide it: more items and seeds as the hint says; {MEDIUM_HINT}."
     return text
 
@@ -534,6 +534,26 @@ def _pc_ok(per_seed: list[dict], role: str) -> tuple[float, str]:
                         f"from text only)" if pc >= PC_MIN else
                         f"it FAILED the retrieval control (claim PC: {pc:.2f} < {PC_MIN} of held-out exception facts "
                         f"known from text only), so a failure here says little about the paper"))
+
+
+def _given_retrieval(d: stats.Decision, per_seed: list[dict], role: str) -> stats.Decision:
+    """A failure of claim 1 or 3e only counts when the decoder `role` passed the retrieval control PC.
+
+    Both claims need LIT to retrieve what the verbalizer knows; a decoder that cannot (PC not held, or not yet
+    decided) fails them whatever the paper's effect, so their "not held" becomes inconclusive, with the unbounded
+    interval of an effect our instrument does not identify and a hint naming what would decide it. A "held" stands
+    (the answers did follow the verbalizer's knowledge), and so does anything when PC held.
+    """
+    pc = _acc(f"pc_{role}", per_seed, PC_MIN, ">=", f"{role} retrieval")
+    if d.verdict != "not held" or pc.verdict == "held":
+        return d
+    n = d.interval.n if d.interval is not None else 0
+    unit = d.interval.unit if d.interval is not None else "clusters"
+    iv = stats.Interval(-math.inf, math.inf, method="not identified (retrieval control PC failed)", n=n, unit=unit)
+    hint = (f"not held on its numbers ({d.text()}), but the {role} decoder "
+            f"{'failed' if pc.verdict == 'not held' else 'did not clearly pass'} the retrieval control PC ({pc.estimate:.2f} vs >= {PC_MIN}), so it measures our decoder, not the "
+            f"paper: a decoder that passes PC decides it (a deeper toy target/decoder, or the real-LM LoRA arm)")
+    return stats.Decision("inconclusive", d.estimate, d.threshold, d.direction, iv, d.resolution, hint, d.label)
 
 
 def claim_reading_control(per_seed: list[dict]) -> Claim:
@@ -587,7 +607,7 @@ def claim_mismatch(per_seed: list[dict]) -> Claim:
     p_bel = _acc("d_belief", per_seed, BELIEF_MIN, ">=", "belief >= 0.5")
     p_tgt = _acc("d_target", per_seed, chance + CHANCE_MARGIN, "<=", "target <= chance + 0.10")
     p_ratio = _diff(("d_belief", "d_target"), per_seed, 0.0, ">=", "belief - 3 x target >= 0", w=BELIEF_RATIO)
-    d = stats.all_of(p_bel, p_tgt, p_ratio, label="1")
+    d = _given_retrieval(stats.all_of(p_bel, p_tgt, p_ratio, label="1"), per_seed, "M2p")
     bel = [r["d"]["acc_verbalizer_belief"] for r in per_seed]
     tgt = [r["d"]["acc_target"] for r in per_seed]
     return Claim(
@@ -672,7 +692,7 @@ def claim_consistent(per_seed: list[dict]) -> Claim:
 def claim_shared(per_seed: list[dict]) -> Claim:
     lo = _diff(("e_lit", "e_ctrl"), per_seed, -SHARED_TOL, ">=", "LIT - control >= -0.10")
     hi = _diff(("e_lit", "e_ctrl"), per_seed, SHARED_TOL, "<=", "LIT - control <= 0.10")
-    d = stats.all_of(lo, hi, label="3e")
+    d = _given_retrieval(stats.all_of(lo, hi, label="3e"), per_seed, "M2pp")
     li, ctrl, raw = ([r["e"][k] for r in per_seed] for k in ("acc_target", "recovered_input_zero_shot", "zero_shot"))
     return Claim(
         id="3e", statement="When the verbalizer shares the target's knowledge, verbalization is explained by "
