@@ -24,6 +24,7 @@ in C0 in fact-free roster lines; relation subjects split into LIT-trained and he
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from typing import Any
@@ -551,17 +552,25 @@ def _given_retrieval(d: stats.Decision, per_seed: list[dict], role: str) -> stat
     unit = d.interval.unit if d.interval is not None else "clusters"
     iv = stats.Interval(-math.inf, math.inf, method="not identified (retrieval control PC failed)", n=n, unit=unit)
     hint = (f"not held on its numbers ({d.text()}), but the {role} decoder "
-            f"{'failed' if pc.verdict == 'not held' else 'did not clearly pass'} the retrieval control PC ({pc.estimate:.2f} vs >= {PC_MIN}), so it measures our decoder, not the "
-            f"paper: a decoder that passes PC decides it (a deeper toy target/decoder, or the real-LM LoRA arm)")
-    return stats.Decision("inconclusive", d.estimate, d.threshold, d.direction, iv, d.resolution, hint, d.label)
+            f"{'failed' if pc.verdict == 'not held' else 'did not clearly pass'} the retrieval control PC "
+            f"({pc.estimate:.2f} vs >= {PC_MIN}), so it measures our decoder, not the paper: a decoder that passes "
+            f"PC decides it (a deeper toy target/decoder, or the real-LM LoRA arm)")
+    # the verdict comes from stats.decide on the unidentified interval; only its hint says why it is unbounded
+    return dataclasses.replace(stats.decide(d.estimate, iv, d.threshold, d.direction, label=d.label), hint=hint)
+
+
+def _control(per_seed: list[dict], key: str, what: str, label: str) -> tuple[stats.Decision, dict[str, list]]:
+    """A control of both knowledge decoders ("pcr" reading, "pc" retrieval): each of M2' and M2'' >= PC_MIN on its
+    items; returns the decision and the per-seed accuracies of M2, M2' and M2''."""
+    d = stats.all_of(*(_acc(f"{key}_{r}", per_seed, PC_MIN, ">=", f"{r} {what}") for r in ("M2p", "M2pp")),
+                     label=label)
+    return d, {r: [x[key][r] for x in per_seed] for r in ("M2", "M2p", "M2pp")}
 
 
 def claim_reading_control(per_seed: list[dict]) -> Claim:
     """PCr (sanity, positive control): LIT reads facts that are in its activations' source, about people it never
     saw in LIT training (issue 37)."""
-    parts = [_acc(f"pcr_{r}", per_seed, PC_MIN, ">=", f"{r} reading") for r in ("M2p", "M2pp")]
-    d = stats.all_of(*parts, label="PCr")
-    val = {r: [x["pcr"][r] for x in per_seed] for r in ("M2", "M2p", "M2pp")}
+    d, val = _control(per_seed, "pcr", "reading", "PCr")
     return Claim(
         id="PCr", statement="Reading control: the LIT decoder answers facts stated in the text its activations come "
                             "from, about people it never saw in LIT training.",
@@ -581,9 +590,7 @@ def claim_reading_control(per_seed: list[dict]) -> Claim:
 
 def claim_positive_control(per_seed: list[dict]) -> Claim:
     """PC: LIT reads its own text-only knowledge about people it never saw in LIT training (issue 37)."""
-    parts = [_acc(f"pc_{r}", per_seed, PC_MIN, ">=", f"{r} retrieval") for r in ("M2p", "M2pp")]
-    d = stats.all_of(*parts, label="PC")
-    txt = {r: [x["pc"][r] for x in per_seed] for r in ("M2", "M2p", "M2pp")}
+    d, txt = _control(per_seed, "pc", "retrieval", "PC")
     zs = [x["pc"]["text_M2p"] for x in per_seed]
     return Claim(
         id="PC", statement="Positive control: the LIT decoder answers from its own text-only knowledge about people "
