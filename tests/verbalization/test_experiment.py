@@ -105,8 +105,9 @@ def test_claims_1_and_3e_name_both_controls(smoke):
 
 
 def test_claims_1_and_3e_failures_need_a_decoder_that_passed_pc(smoke):
-    """A decoder that cannot retrieve its own knowledge (PC failed) makes a failure of 1 / 3e inconclusive, never
-    not held; a success stands, and with PC passed the same numbers are not held."""
+    """A decoder that cannot retrieve its own knowledge (PC failed) makes a retrieval failure of 1 / 3e
+    inconclusive, never not held; a success stands, with PC passed the same numbers are not held, and failures
+    that retrieval cannot explain stay not held."""
     def recs(pc):
         out = _seeds(smoke, 2, 24, d_belief=0.1, d_target=0.0, e_lit=0.1, e_ctrl=0.95, pc_M2p=pc, pc_M2pp=pc)
         for r in out:
@@ -120,6 +121,12 @@ def test_claims_1_and_3e_failures_need_a_decoder_that_passed_pc(smoke):
         assert failed.decision.estimate == passed.decision.estimate
     ok = _seeds(smoke, 2, 24, e_lit=0.95, e_ctrl=0.95, pc_M2pp=0.05)
     assert E.claim_shared(ok).verdict == "held"
+    # failures retrieval cannot explain stay not held without PC: reporting the target's facts, LIT above control
+    reads_target = _seeds(smoke, 2, 24, d_belief=0.1, d_target=0.9, pc_M2p=0.05)
+    for r in reads_target:
+        r["d"]["chance"] = 0.125
+    assert E.claim_mismatch(reads_target).verdict == "not held"
+    assert E.claim_shared(_seeds(smoke, 2, 24, e_lit=0.95, e_ctrl=0.2, pc_M2pp=0.05)).verdict == "not held"
 
 
 @pytest.mark.parametrize("key, value, match", [

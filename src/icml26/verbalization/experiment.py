@@ -538,12 +538,15 @@ def _pc_ok(per_seed: list[dict], role: str) -> tuple[float, str]:
 
 
 def _given_retrieval(d: stats.Decision, per_seed: list[dict], role: str) -> stats.Decision:
-    """A failure of claim 1 or 3e only counts when the decoder `role` passed the retrieval control PC.
+    """A failure of a part of claim 1 or 3e that retrieval explains only counts when the decoder `role` passed the
+    retrieval control PC.
 
-    Both claims need LIT to retrieve what the verbalizer knows; a decoder that cannot (PC not held, or not yet
-    decided) fails them whatever the paper's effect, so their "not held" becomes inconclusive, with the unbounded
-    interval of an effect our instrument does not identify and a hint naming what would decide it. A "held" stands
-    (the answers did follow the verbalizer's knowledge), and so does anything when PC held.
+    `d` is such a part (claim 1's belief >= 0.5 and belief >= 3 x target; 3e's LIT - control >= -0.10): a decoder
+    that cannot retrieve what the verbalizer knows (PC not held, or not yet decided) fails it whatever the paper's
+    effect, so its "not held" becomes inconclusive, with the unbounded interval of an effect our instrument does not
+    identify and a hint naming what would decide it. A "held" stands, and so does anything when PC held. Parts that
+    retrieval cannot explain (the decoder reporting the target's facts; LIT above the control) are not wrapped:
+    their failure is evidence whatever PC says.
     """
     pc = _acc(f"pc_{role}", per_seed, PC_MIN, ">=", f"{role} retrieval")
     if d.verdict != "not held" or pc.verdict == "held":
@@ -611,10 +614,11 @@ def claim_positive_control(per_seed: list[dict]) -> Claim:
 def claim_mismatch(per_seed: list[dict]) -> Claim:
     """Claim 1, condition (d): LIT M2' follows its own facts F2, not the target's F1."""
     chance = per_seed[0]["d"]["chance"]
-    p_bel = _acc("d_belief", per_seed, BELIEF_MIN, ">=", "belief >= 0.5")
+    p_bel = _given_retrieval(_acc("d_belief", per_seed, BELIEF_MIN, ">=", "belief >= 0.5"), per_seed, "M2p")
     p_tgt = _acc("d_target", per_seed, chance + CHANCE_MARGIN, "<=", "target <= chance + 0.10")
-    p_ratio = _diff(("d_belief", "d_target"), per_seed, 0.0, ">=", "belief - 3 x target >= 0", w=BELIEF_RATIO)
-    d = _given_retrieval(stats.all_of(p_bel, p_tgt, p_ratio, label="1"), per_seed, "M2p")
+    p_ratio = _given_retrieval(_diff(("d_belief", "d_target"), per_seed, 0.0, ">=", "belief - 3 x target >= 0",
+                                     w=BELIEF_RATIO), per_seed, "M2p")
+    d = stats.all_of(p_bel, p_tgt, p_ratio, label="1")
     bel = [r["d"]["acc_verbalizer_belief"] for r in per_seed]
     tgt = [r["d"]["acc_target"] for r in per_seed]
     return Claim(
@@ -697,9 +701,10 @@ def claim_consistent(per_seed: list[dict]) -> Claim:
 
 
 def claim_shared(per_seed: list[dict]) -> Claim:
-    lo = _diff(("e_lit", "e_ctrl"), per_seed, -SHARED_TOL, ">=", "LIT - control >= -0.10")
+    lo = _given_retrieval(_diff(("e_lit", "e_ctrl"), per_seed, -SHARED_TOL, ">=", "LIT - control >= -0.10"),
+                          per_seed, "M2pp")
     hi = _diff(("e_lit", "e_ctrl"), per_seed, SHARED_TOL, "<=", "LIT - control <= 0.10")
-    d = _given_retrieval(stats.all_of(lo, hi, label="3e"), per_seed, "M2pp")
+    d = stats.all_of(lo, hi, label="3e")
     li, ctrl, raw = ([r["e"][k] for r in per_seed] for k in ("acc_target", "recovered_input_zero_shot", "zero_shot"))
     return Claim(
         id="3e", statement="When the verbalizer shares the target's knowledge, verbalization is explained by "
