@@ -177,3 +177,29 @@ def test_lora_lit_with_input_adapter_trains_and_merges(base, toy):
                           mapping=lit.adapter_)
     assert again.verbalize(src, NAME_QUESTION) == out
     assert all(torch.equal(v, before[k]) for k, v in base.state_dict().items())  # fit trained a copy
+
+
+def test_mlp_input_map_starts_as_identity_trains_alone_and_refuses_unknown_kinds(base, toy):
+    from icml26.verbalization.verbalize import InputMLP, make_adapter
+
+    x = torch.randn(5, 7, 32)
+    for kind in ("affine", "mlp"):
+        assert torch.allclose(make_adapter(kind, 32)(x), x, atol=1e-6)  # identity at init: reads the states as they are
+    m = InputMLP(32, hidden=8)
+    with torch.no_grad():
+        m.down.weight.fill_(0.1)
+    assert not torch.allclose(m(x), x)  # a trained map is not the identity
+    w, tok = toy["world"], toy["tok"]
+    texts, qas = w.lit_examples()
+    before = {k: v.clone() for k, v in base.state_dict().items()}
+    lit = LITVerbalizer(base, base, tok, tok, 1, 0, input_adapter="mlp", train_decoder=False, max_new_tokens=3)
+    lit.fit(texts, qas, steps=20, lr=1e-2, batch_size=16, seed=0)
+    assert isinstance(lit.adapter_, InputMLP) and lit.adapter_.down.weight.abs().sum() > 0  # the map trained
+    assert all(torch.equal(v, lit.decoder_.state_dict()[k]) for k, v in before.items())  # the decoder did not
+    out = lit.verbalize(texts[:3], NAME_QUESTION)
+    again = LITVerbalizer(base, base, tok, tok, 1, 0, trained=True, max_new_tokens=3, mapping=lit.adapter_)
+    assert again.verbalize(texts[:3], NAME_QUESTION) == out  # the map is all that was learnt
+    with pytest.raises(ValueError, match="input_adapter"):
+        LITVerbalizer(base, base, tok, tok, input_adapter="conv")
+    with pytest.raises(ValueError, match="kind"):
+        make_adapter("conv", 32)

@@ -426,11 +426,15 @@ def evaluate_job(seed: int, cfg: dict, states: dict[str, dict]) -> dict:
             keep(f"pc_{r}", ok, [i.meta["persona"] for i in hold])
             out["pc"][r] = float(ok.mean())
         out["pc"]["text_M2p"] = float(contains_match(zs["M2p"].verbalize(src_h, q_h), ans_h).mean())
+        # forgetting check: what each trained LIT decoder itself still knows about them, reading the text
+        for r in ("M2p", "M2pp"):
+            after = ZeroShotBaseline(lit[r].decoder_, tok, max_new_tokens=mnt)
+            out["pc"][f"text_after_{r}"] = float(contains_match(after.verbalize(src_h, q_h), ans_h).mean())
     else:  # a world too small to hold anyone out
         for r in ("M2", "M2p", "M2pp"):
             keep(f"pc_{r}", [], [])
             out["pc"][r] = float("nan")
-        out["pc"]["text_M2p"] = float("nan")
+        out["pc"].update({k: float("nan") for k in ("text_M2p", "text_after_M2p", "text_after_M2pp")})
     # reading control (issue 37): the same held-out people with their facts stated in the read text; a decoder
     # that reads its activations answers the exception facts, one that answers from memory gives the stereotype
     read_h = [i for i in w.reading_items() if i.meta["exception"]]
@@ -595,20 +599,23 @@ def claim_positive_control(per_seed: list[dict]) -> Claim:
     """PC: LIT reads its own text-only knowledge about people it never saw in LIT training (issue 37)."""
     d, txt = _control(per_seed, "pc", "retrieval", "PC")
     zs = [x["pc"]["text_M2p"] for x in per_seed]
+    after = {r: [x["pc"].get(f"text_after_{r}", float("nan")) for x in per_seed] for r in ("M2p", "M2pp")}
     return Claim(
         id="PC", statement="Positive control: the LIT decoder answers from its own text-only knowledge about people "
                            "it never saw in LIT training (what claims 1 and 3e need it to be able to do).",
         metric="held-out generic people (in the base corpus only, never in LIT training), exception facts (not the "
                "name's stereotype): LIT accuracy of the M2' and M2'' decoders reading M1",
         measured={"M2p": _mean(txt["M2p"]), "M2pp": _mean(txt["M2pp"]), "M2": _mean(txt["M2"]),
-                  "text_mode_M2p": _mean(zs)},
+                  "text_mode_M2p": _mean(zs), "text_mode_after_LIT_M2p": _mean(after["M2p"]),
+                  "text_mode_after_LIT_M2pp": _mean(after["M2pp"])},
         threshold=f">= {PC_MIN} for both", decision=d, kind="gate",
         paper="(positive control added for issue 37; the paper's LIT decoders answer world-knowledge questions)",
         per_seed=[_mean([a, b]) for a, b in zip(txt["M2p"], txt["M2pp"])],
         details=f"per seed LIT M2' {_fmt(txt['M2p'])}, M2'' {_fmt(txt['M2pp'])}, M2 {_fmt(txt['M2'])}; the knowledge "
-                f"model M2'-FT in text mode {_fmt(zs)} (the ceiling). {per_seed[0]['items']['pc_M2p']['n']} "
-                f"exception items per seed. Can fail: a decoder that memorised its training people answers the "
-                f"name's stereotype here." + _verdict_note(d))
+                f"model M2'-FT in text mode {_fmt(zs)} (the ceiling); the trained LIT decoders themselves in text mode "
+                f"(forgetting check) M2' {_fmt(after['M2p'])}, M2'' {_fmt(after['M2pp'])}. "
+                f"{per_seed[0]['items']['pc_M2p']['n']} exception items per seed. Can fail: a decoder that memorised "
+                f"its training people answers the name's stereotype here." + _verdict_note(d))
 
 
 def claim_mismatch(per_seed: list[dict]) -> Claim:

@@ -33,13 +33,13 @@ from tqdm.auto import tqdm
 
 from icml26.common.generation import generate, lm_logits
 from icml26.common.train import warmup_cosine
-from icml26.common.validation import check_bool, check_float, check_int, check_seed
+from icml26.common.validation import check_bool, check_choice, check_float, check_int, check_seed
 from icml26.verbalization.hooks import (_check_layer, hidden_size, is_causal_lm, num_layers, patch_activations,
                                         read_activations)
 from icml26.verbalization.models import pad_right
 
 __all__ = ["PatchscopesVerbalizer", "LITVerbalizer", "check_texts", "check_str_list", "generate_patched",
-           "lit_batch_loss", "merge_lora"]
+           "lit_batch_loss", "merge_lora", "InputMLP", "make_adapter", "ADAPTERS"]
 
 
 # ------------------------------------------------------------------------------------------- shared helpers
@@ -344,6 +344,38 @@ class PatchscopesVerbalizer:
 
 
 # ------------------------------------------------------------------------------------------- LIT / LatentQA
+ADAPTERS = ("affine", "mlp")
+
+
+class InputMLP(torch.nn.Module):
+    """Per-position residual MLP map of read activations, (..., d) -> (..., d): x + W2 gelu(W1 x) with hidden
+    width `hidden` (default 4 d). W2 and its bias start at zero, so the map starts as the identity."""
+
+    def __init__(self, d: int, hidden: int | None = None) -> None:
+        super().__init__()
+        d = check_int(d, "d", min=1)
+        hidden = 4 * d if hidden is None else check_int(hidden, "hidden", min=1)
+        self.up, self.down = torch.nn.Linear(d, hidden), torch.nn.Linear(hidden, d)
+        torch.nn.init.zeros_(self.down.weight)
+        torch.nn.init.zeros_(self.down.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.down(torch.nn.functional.gelu(self.up(x)))
+
+
+def make_adapter(kind: str, d: int) -> torch.nn.Module:
+    """A fresh identity-initialised input map of width `d`: "affine" (nn.Linear) or "mlp" (`InputMLP`)."""
+    check_choice(kind, "kind", ADAPTERS)
+    d = check_int(d, "d", min=1)
+    if kind == "mlp":
+        return InputMLP(d)
+    lin = torch.nn.Linear(d, d)
+    with torch.no_grad():  # identity: the decoder starts by reading the activations as they are
+        lin.weight.copy_(torch.eye(d))
+        lin.bias.zero_()
+    return lin
+
+
 class LITVerbalizer:
     """Latent Interpretation Tuning (LatentQA, Pan et al. 2024): a decoder trained to answer questions about
     activations written into its placeholder tokens.
@@ -356,9 +388,11 @@ class LITVerbalizer:
         write_layer: lw, layer of M2 written at the placeholders (default 0 = embedding output).
         lora_rank: None trains all decoder weights; an int trains LoRA adapters of that rank on the attention
             and MLP projections (needs `peft`) and freezes the rest, as the paper's LoRA LIT decoders do.
-        input_adapter: also train an affine map (identity-initialised) applied to the read activations before
-            they are written (after `mapping`); `adapter_` after fit. With `lora_rank` this is a low-capacity
-            decoder that must reuse the frozen decoder's own knowledge instead of memorising its training people.
+        input_adapter: also train a map of the read activations applied before they are written (after
+            `mapping`); `adapter_` after fit. True or "affine": an affine map (identity-initialised); "mlp": the
+            per-position residual MLP `InputMLP` (x + W2 gelu(W1 x), hidden 4 d, W2 zero-initialised, so it also
+            starts as the identity). With `lora_rank` or `train_decoder=False` this is a decoder that must reuse
+            the frozen decoder's own knowledge instead of memorising its training people.
         train_decoder: False freezes the decoder's own weights when `lora_rank` is None (then only the input
             adapter trains).
         placeholder: the single-token word used for placeholder slots (its embedding is overwritten when lw = 0).
@@ -373,7 +407,7 @@ class LITVerbalizer:
     def __init__(self, target, decoder, tokenizer_t, tokenizer_v, read_layer: int = 1, write_layer: int = 0, *,
                  lora_rank: int | None = None, placeholder: str = "?", max_new_tokens: int = 20,
                  mapping: Callable | None = None, copy: bool = True, trained: bool = False,
-                 batch_size: int = 64, input_adapter: bool = False, train_decoder: bool = True) -> None:
+                 batch_size: int = 64, input_adapter: bool | str = False, train_decoder: bool = True) -> None:
         self.target, self.decoder = target, decoder
         self.tokenizer_t, self.tokenizer_v = tokenizer_t, tokenizer_v
         self.read_layer, self.write_layer, self.lora_rank = read_layer, write_layer, lora_rank
@@ -400,7 +434,8 @@ class LITVerbalizer:
         check_int(self.batch_size, "batch_size", min=1)
         check_bool(self.copy, "copy")
         check_bool(self.trained, "trained")
-        check_bool(self.input_adapter, "input_adapter")
+        if not (isinstance(self.input_adapter, bool) or self.input_adapter in ADAPTERS):
+            raise ValueError(f"input_adapter must be a bool or one of {ADAPTERS}, got {self.input_adapter!r}")
         check_bool(self.train_decoder, "train_decoder")
         if not self.train_decoder and self.lora_rank is None and not self.input_adapter:
             raise ValueError("train_decoder=False without lora_rank or input_adapter leaves nothing to train")
@@ -517,11 +552,8 @@ class LITVerbalizer:
         params = self._trainable(dec)
         adapter = None
         if self.input_adapter:
-            d_v = hidden_size(dec)
-            adapter = torch.nn.Linear(d_v, d_v).to(next(dec.parameters()).device)
-            with torch.no_grad():  # identity: the decoder starts by reading the activations as they are
-                adapter.weight.copy_(torch.eye(d_v))
-                adapter.bias.zero_()
+            adapter = make_adapter("mlp" if self.input_adapter == "mlp" else "affine", hidden_size(dec))
+            adapter = adapter.to(next(dec.parameters()).device)
             params = params + list(adapter.parameters())
         opt = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
         sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine(steps, 0.05))
@@ -543,7 +575,8 @@ class LITVerbalizer:
             if scale is not None:
                 sel_acts = [a + activation_noise * scale * torch.randn(a.shape, generator=gen) for a in sel_acts]
             if adapter is not None:
-                sel_acts = [adapter(a.to(adapter.weight.device)) for a in sel_acts]
+                dev = next(adapter.parameters()).device
+                sel_acts = [adapter(a.to(dev)) for a in sel_acts]
             loss = lit_batch_loss(dec, seqs, starts, [places[j] for j in pick], sel_acts, self.write_layer, pad)
             opt.zero_grad(set_to_none=True)
             loss.backward()
@@ -579,7 +612,8 @@ class LITVerbalizer:
         acts = self._read(target, src)
         if self.adapter_ is not None:
             with torch.no_grad():
-                acts = [self.adapter_(a.to(self.adapter_.weight.device)).cpu() for a in acts]
+                dev = next(self.adapter_.parameters()).device
+                acts = [self.adapter_(a.to(dev)).cpu() for a in acts]
         out: list[str] = []
         for sl in _batches(len(src), self.batch_size):
             prompts, places = zip(*[self.decoder_prompt(a.shape[0], q) for a, q in zip(acts[sl], qs[sl])])
