@@ -44,7 +44,7 @@ from icml26.verbalization.data import (NAME_PARAPHRASES, NAME_QUESTION, SUBJECT_
                                        FeatureExtractionWorld, PersonaWorld, build_tokenizer)
 from icml26.verbalization.hooks import read_activations
 from icml26.verbalization.models import TinyCausalLM, pad_right, train_lm
-from icml26.verbalization.verbalize import LITVerbalizer, PatchscopesVerbalizer, merge_lora
+from icml26.verbalization.verbalize import LITVerbalizer, PatchscopesVerbalizer, make_adapter, merge_lora
 
 SLUG = "verbalization"
 
@@ -340,7 +340,7 @@ def evaluate_job(seed: int, cfg: dict, states: dict[str, dict]) -> dict:
         st = states.get(f"adapter_LIT_{r}")
         if st is None:
             return None
-        lin = torch.nn.Linear(cfg["d_model"], cfg["d_model"])
+        lin = make_adapter("affine", cfg["d_model"])
         lin.load_state_dict(st)
         return lin.eval().requires_grad_(False)
 
