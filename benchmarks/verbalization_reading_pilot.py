@@ -15,7 +15,11 @@ check: half of the rehearsal rows from the base corpus C0 at the default 20 % sh
 `fresh8_c0_r04`); a nonlinear input map (`verbalize.InputMLP`) on a frozen decoder (`mlp`, `mlp_lr1e-2`, and 2000
 steps `mlp_2000`), with LoRA (`lora_mlp`) and with the full decoder (`full_mlp`); and the diagnostic
 `oracle_inverter` (not a LIT decoder: the frozen decoder behind an InputMLP fitted by MSE onto its own token
-embeddings, which asks whether a map that retrieves exists at all). Every setup also reports what the trained
+embeddings, which asks whether a map that retrieves exists at all); and LIT data that reward identity, a world with
+more exception people (`exc050`, `exc075`, `exc100`: exception_rate 0.5 / 0.75 / 1.0 instead of 0.25, so B, M1 and
+M2'-FT are retrained on that world and cached per world), with the forgetting fix (`exc075_c0`, `exc100_c0`) and
+2.5x the LIT steps (`exc075_1500`); these also report M2'-FT's text-mode ceiling on that world (`text_before_PC`)
+and the number of exception people in LIT training. Every setup also reports what the trained
 decoder still knows in text mode (`text_after_PC`, `text_after_F2`). `--merge` replaces only the setups run in the
 output file. B, M1 and M2' are trained once (about 3 min on 2 cores) and cached in /tmp; each setup then takes
 about 25-45 s (`mlp_2000` about 110 s).
@@ -52,11 +56,21 @@ SETUPS = {
     # embeddings (an inverter of M1's states). Does a map that retrieves exist at all? (Used for claims it would make
     # claim 1 hold by construction: the decoder would only ever see the reconstructed input tokens.)
     "oracle_inverter": dict(passes=8, dec="oracle", steps=1500, lr=3e-3),
+    # LIT data that reward identity: more generic people with person-specific (exception) facts, so memorising the
+    # LIT-trained people's answers costs more than reusing the decoder's own lookup. The world changes (B, M1 and
+    # M2'-FT are retrained on it); the held-out PC people stay 5 exception people per culture (120 items).
+    "exc050": dict(passes=8, world={"exception_rate": 0.5}), "exc075": dict(passes=8, world={"exception_rate": 0.75}),
+    "exc100": dict(passes=8, world={"exception_rate": 1.0}),
+    # ... with the forgetting fix (half the rehearsal rows from C0 at a 40 % share), and trained 2.5x longer
+    "exc075_c0": dict(passes=8, c0=0.5, reh=0.4, world={"exception_rate": 0.75}),
+    "exc100_c0": dict(passes=8, c0=0.5, reh=0.4, world={"exception_rate": 1.0}),
+    "exc075_1500": dict(passes=8, steps=1500, world={"exception_rate": 0.75}),
 }
 
 
-def _states(cfg: dict, seed: int) -> dict:
-    cache = f"/tmp/icml26_verbalization_reading_pilot_{seed}.pt"
+def _states(cfg: dict, seed: int, world: dict | None = None) -> dict:
+    tag = "".join(f"_{k}{v}" for k, v in sorted((world or {}).items()))
+    cache = f"/tmp/icml26_verbalization_reading_pilot_{seed}{tag}.pt"
     if os.path.exists(cache):
         return torch.load(cache)
     b = E.train_base_job(seed, cfg)["state"]
@@ -104,6 +118,9 @@ def _oracle_inverter(m1, dec, tok, cfg: dict, texts: list[str], steps: int, lr: 
 
 def run_setup(name: str, cfg: dict, seed: int, st: dict) -> dict:
     s = SETUPS[name]
+    if s.get("world"):
+        cfg = {**cfg, **s["world"]}
+        st = _states(cfg, seed, s["world"])
     w, f, tok, c0 = E._setup(cfg, seed)
     texts, qas = w.lit_examples()
     t2, q2 = f.lit_examples()
@@ -132,6 +149,8 @@ def run_setup(name: str, cfg: dict, seed: int, st: dict) -> dict:
     d = w.eval_items("fantasy", "mismatch")
     comp = lit.verbalize([i.source for i in d], [i.question for i in d])
     text = ZeroShotBaseline(lit.decoder_, tok, max_new_tokens=cfg["max_new_tokens"])  # the LIT decoder, text mode
+    before = ZeroShotBaseline(E._model(cfg, tok, st["M2p"]), tok, max_new_tokens=cfg["max_new_tokens"])
+    n_exc = sum(w.is_exception(p) for p in w.generic if p.name not in {h.name for h in w.holdout})
     sample = range(0, len(t3), max(1, len(t3) // 200))
     return {
         "setup": name, "steps": s.get("steps", cfg["lit_steps"]), "decoder": kind, "input_map": s.get("map", "affine" if "adapter" in kind else None), "lr": lr, "read_layer": s.get("read", cfg["read_layer"]),
@@ -142,6 +161,8 @@ def run_setup(name: str, cfg: dict, seed: int, st: dict) -> dict:
         "d_target": float(contains_match(comp, [i.target for i in d]).mean()),
         "rehearsal_fraction": s.get("reh", cfg["rehearsal_fraction"]), "rehearsal_c0_share": s.get("c0", 0.0),
         # what the trained decoder still knows, reading the text (before LIT: M2'-FT's 0.92 on PC's items)
+        "text_before_PC": _acc(before, (i.source for i in ho), (i.question for i in ho), (i.target for i in ho)),
+        "world": s.get("world", {}), "lit_exception_people": int(n_exc),
         "text_after_PC": _acc(text, (i.source for i in ho), (i.question for i in ho), (i.target for i in ho)),
         "text_after_F2": _acc(text, (i.source for i in d), (i.question for i in d), (i.belief for i in d)),
         "reading_rows_fit": _acc(lit, (t3[i] for i in sample), (q3[i][0][0] for i in sample),
@@ -163,7 +184,7 @@ def main() -> None:
         ap.error(f"unknown setups {unknown}; choose from {list(SETUPS)}")
     torch.set_num_threads(2)
     cfg = copy.deepcopy(E.CONFIGS["small"])
-    st = _states(cfg, args.seed)
+    st = None if all(SETUPS[n].get("world") for n in names) else _states(cfg, args.seed)
     rows = []
     for n in names:
         rows.append(run_setup(n, cfg, args.seed, st))
