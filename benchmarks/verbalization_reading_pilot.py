@@ -18,11 +18,12 @@ steps `mlp_2000`), with LoRA (`lora_mlp`) and with the full decoder (`full_mlp`)
 embeddings, which asks whether a map that retrieves exists at all); and LIT data that reward identity, a world with
 more exception people (`exc050`, `exc075`, `exc100`: exception_rate 0.5 / 0.75 / 1.0 instead of 0.25, so B, M1 and
 M2'-FT are retrained on that world and cached per world), with the forgetting fix (`exc075_c0`, `exc100_c0`), with
-2.5x the LIT steps (`exc075_1500`), and on a wider toy (`wide128`, `wide128_exc075`: d_model 128); these also
-report M2'-FT's text-mode ceiling on that world (`text_before_PC`) and the number of exception people in LIT
-training. Every setup also reports what the trained decoder still knows in text mode (`text_after_PC`,
-`text_after_F2`). `--merge` replaces only the setups run in the output file. B, M1 and M2' are trained once per
-world (about 1.5-3 min on 2 cores) and cached in /tmp; each setup then takes about 15-45 s (`mlp_2000` about 110 s).
+2.5x the LIT steps (`exc075_1500`), and on a wider toy (d_model 128: `wide128`, `wide128_exc075`, and
+`wide128_exc075_1500`); these also report M2'-FT's text-mode ceiling on that world (`text_before_PC`) and the
+number of exception people in LIT training. Every setup also reports what the trained decoder still knows in text
+mode (`text_after_PC`, `text_after_F2`). `--merge` replaces only the setups run in the output file. B, M1 and M2'
+are trained once per world (about 1.5-3 min on 2 cores) and cached in /tmp; each setup then takes about 15-45 s
+(`mlp_2000` about 110 s).
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ SETUPS = {
     # control at the default exception rate
     "wide128": dict(passes=8, world={"d_model": 128}),
     "wide128_exc075": dict(passes=8, world={"d_model": 128, "exception_rate": 0.75}),
+    "wide128_exc075_1500": dict(passes=8, steps=1500, world={"d_model": 128, "exception_rate": 0.75}),
 }
 
 
