@@ -1,11 +1,13 @@
 """One pilot of the real-LM persona arm (claim RP, issue 37) on SmolLM2-135M-Instruct, seed 0.
 
     flock /tmp/icml26-cpu.lock timeout 600 .venv/bin/python benchmarks/verbalization_rp_pilot.py [--n-generic N]
+        [--ft-steps S] [--lit-steps T]
 
 With the default sizes it writes benchmarks/verbalization_rp_pilot.json (the arm's result, also cached for `--set
 real_lm_persona=true`). `--n-generic N` (default 3) puts N generic people per culture into the world instead, so
 6 N - 6 of them train the LIT decoders (the identity pilot: does more person-specific LIT data make the decoder
-retrieve?); that result goes to verbalization_rp_pilot_generic{N}.json and is not the one claim RP reads.
+retrieve?); `--ft-steps` / `--lit-steps` (default 100 / 80) lengthen the fine-tunes and the LIT training. A
+non-default run goes to verbalization_rp_pilot_generic{N}[_ft{S}_lit{T}].json and is not the one claim RP reads.
 """
 
 import argparse
@@ -19,16 +21,23 @@ from icml26.verbalization.real_lm import smollm2_lit_persona
 
 ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 ap.add_argument("--n-generic", type=int, default=3, help="generic people per culture (default 3, the arm's default)")
+ap.add_argument("--ft-steps", type=int, default=100, help="LoRA fine-tune steps of M1 and M2'-FT (default 100)")
+ap.add_argument("--lit-steps", type=int, default=80, help="LIT steps of each decoder (default 80)")
 args = ap.parse_args()
 if args.n_generic < 2:
     ap.error(f"--n-generic must be >= 2 (6 of the 6 x n_generic people are held out), got {args.n_generic}")
+for name, v in (("--ft-steps", args.ft_steps), ("--lit-steps", args.lit_steps)):
+    if v < 1:
+        ap.error(f"{name} must be >= 1, got {v}")
 kwargs = {} if args.n_generic == 3 else {"n_generic": args.n_generic}
-out = Path(__file__).with_suffix(".json") if not kwargs else Path(__file__).with_name(
-    f"verbalization_rp_pilot_generic{args.n_generic}.json")
+default_steps = (args.ft_steps, args.lit_steps) == (100, 80)
+tag = "" if default_steps else f"_ft{args.ft_steps}_lit{args.lit_steps}"
+out = Path(__file__).with_suffix(".json") if not kwargs and default_steps else Path(__file__).with_name(
+    f"verbalization_rp_pilot_generic{args.n_generic}{tag}.json")
 
 t0 = time.perf_counter()
 print("torch threads", torch.get_num_threads(), kwargs, flush=True)
-res = smollm2_lit_persona(ft_steps=100, lit_steps=80, **kwargs)
+res = smollm2_lit_persona(ft_steps=args.ft_steps, lit_steps=args.lit_steps, **kwargs)
 res["pilot_wall_s"] = time.perf_counter() - t0
 print(json.dumps(res["accuracy"], indent=1), res["time_s"], res["loss"], flush=True)
 for e in res["examples"]:

@@ -136,6 +136,7 @@ def test_claims_1_and_3e_failures_need_a_decoder_that_passed_pc(smoke):
     ("real_lm", "yes", "real_lm"), ("ft_steps", 2.5, "ft_steps"), ("ps_target_layers", [2], "ps_target_layers"),
     ("lit_holdout", 1.0, "lit_holdout"), ("probe_l2", [], "probe_l2"), ("lit_lora_rank", 0, "lit_lora_rank"),
     ("lit_decoder", "lora+full", "lit_decoder"), ("lit_reading_repeat", -1, "lit_reading_repeat"),
+    ("real_lm_persona_n_generic", 1, "real_lm_persona_n_generic"),
 ])
 def test_validate_config_names_the_key(key, value, match):
     cfg = copy.deepcopy(E.CONFIGS["small"])

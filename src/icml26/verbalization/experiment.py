@@ -62,7 +62,8 @@ _EVAL = {"ps_source_layers": [1, 2], "ps_target_layers": [0, 1], "probe_folds": 
          "probe_max_iter": 100, "inverter_texts": 1500, "real_lm": False, "real_lm_facts": 40, "real_lm_source_layers": [6, 12],
          "real_lm_target_layers": [2, 6], "real_lm_max_new_tokens": 6, "real_lm_lit": False, "real_lm_lit_train": 13,
          "real_lm_lit_read_layer": 6, "real_lm_lit_rank": 8, "real_lm_lit_steps": 80,
-         "real_lm_persona": False, "real_lm_persona_ft_steps": 100, "real_lm_persona_lit_steps": 80}
+         "real_lm_persona": False, "real_lm_persona_ft_steps": 100, "real_lm_persona_lit_steps": 80,
+         "real_lm_persona_n_generic": 3}
 
 CONFIGS: dict[str, dict[str, Any]] = {
     "smoke": {"seeds": [0], "workers": 1, **_WORLD, **_MODEL, **_TRAIN, **_EVAL,
@@ -75,7 +76,10 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "small": {"seeds": [0, 1, 2], "workers": 0, **_WORLD, **_MODEL, **_TRAIN, **_EVAL},
     # the small experiment with the seeds the inconclusive hints ask for (issue 30), same code path
     "medium": {"seeds": list(range(8)), "workers": 0, **_WORLD, **_MODEL, **_TRAIN, **_EVAL, "real_lm_lit": True,
-               "real_lm_persona": True},
+               # the real-LM persona arm with 42 LIT people and fine-tunes that store the facts (issue 37's
+               # identity pilot: ~20 min on 2 cores, ceilings 1.00 where 3 people / 100 steps stored 0.42-0.83)
+               "real_lm_persona": True, "real_lm_persona_ft_steps": 300, "real_lm_persona_lit_steps": 200,
+               "real_lm_persona_n_generic": 8},
     "paper": {  # spec 7: see icml26.verbalization.scale and docs/verbalization.md
         "seed": 0, "target_model": "meta-llama/Llama-3.1-8B-Instruct",
         "decoder_model": "meta-llama/Llama-3.1-8B-Instruct", "personaqa_dir": "", "personaqa_variant": "PersonaQA",
@@ -132,9 +136,11 @@ CONFIG_HELP = {
                        "LIT decoders, conditions (d), (e) and their positive control; ~7 min on 2 cores, cached)",
     "real_lm_persona_ft_steps": "LoRA fine-tune steps of each SmolLM2 persona model (M1, M2'-FT)",
     "real_lm_persona_lit_steps": "LIT training steps of each SmolLM2 persona decoder (M2', M2'')",
+    "real_lm_persona_n_generic": "generic people per culture in the SmolLM2 persona world (6 of them held out for "
+                                 "PC, the rest train the LIT decoders; >= 2)",
 }
 
-EXPECTED_RUNTIME_S = {"smoke": 10, "small": 240, "medium": 1950}
+EXPECTED_RUNTIME_S = {"smoke": 10, "small": 240, "medium": 2800}
 
 CHANCE_MARGIN = 0.10  # claims 1 and 2: acc_target <= chance + 0.10
 PROBE_MARGIN = 0.25  # claim 2: probe >= chance + 0.25
@@ -172,6 +178,7 @@ def validate_config(config: dict) -> None:
               "relations", "real_lm_lit_train", "real_lm_lit_read_layer", "real_lm_lit_rank", "real_lm_lit_steps",
               "real_lm_persona_ft_steps", "real_lm_persona_lit_steps"):
         check_int(config[k], k, min=1)
+    check_int(config["real_lm_persona_n_generic"], "real_lm_persona_n_generic", min=2)  # 6 people are held out
     for k in ("n_personas", "n_fantasy", "n_generic", "n_roster", "n_fantasy_roster", "read_layer",
               "write_layer", "lit_reading_repeat"):
         check_int(config[k], k, min=0)
@@ -1022,7 +1029,8 @@ def run(config: dict) -> Result:
         from icml26.verbalization.real_lm import smollm2_lit_persona
 
         t = time.perf_counter()
-        rp = smollm2_lit_persona(ft_steps=cfg["real_lm_persona_ft_steps"], lit_steps=cfg["real_lm_persona_lit_steps"])
+        rp = smollm2_lit_persona(ft_steps=cfg["real_lm_persona_ft_steps"], lit_steps=cfg["real_lm_persona_lit_steps"],
+                                 n_generic=cfg["real_lm_persona_n_generic"])
         timings["real_lm_persona_s"] = time.perf_counter() - t
         metrics["real_lm_persona"] = rp
         claims.append(claim_real_persona(rp))
