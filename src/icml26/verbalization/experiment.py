@@ -76,10 +76,9 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "small": {"seeds": [0, 1, 2], "workers": 0, **_WORLD, **_MODEL, **_TRAIN, **_EVAL},
     # the small experiment with the seeds the inconclusive hints ask for (issue 30), same code path
     "medium": {"seeds": list(range(8)), "workers": 0, **_WORLD, **_MODEL, **_TRAIN, **_EVAL, "real_lm_lit": True,
-               # the real-LM persona arm with 42 LIT people and fine-tunes that store the facts (issue 37's
-               # identity pilot: ~20 min on 2 cores, ceilings 1.00 where 3 people / 100 steps stored 0.42-0.83)
-               "real_lm_persona": True, "real_lm_persona_ft_steps": 300, "real_lm_persona_lit_steps": 200,
-               "real_lm_persona_n_generic": 8},
+               # the real-LM persona arm with fine-tunes that store the facts (issue 37's pilots: ~22 min on 2
+               # cores, ceilings 1.00 where 100 / 80 steps stored 0.42-0.83; 42 LIT people instead of 12 did worse)
+               "real_lm_persona": True, "real_lm_persona_ft_steps": 300, "real_lm_persona_lit_steps": 200},
     "paper": {  # spec 7: see icml26.verbalization.scale and docs/verbalization.md
         "seed": 0, "target_model": "meta-llama/Llama-3.1-8B-Instruct",
         "decoder_model": "meta-llama/Llama-3.1-8B-Instruct", "personaqa_dir": "", "personaqa_variant": "PersonaQA",
