@@ -29,15 +29,15 @@ if args.n_generic < 2:
 for name, v in (("--ft-steps", args.ft_steps), ("--lit-steps", args.lit_steps)):
     if v < 1:
         ap.error(f"{name} must be >= 1, got {v}")
-kwargs = {} if args.n_generic == 3 else {"n_generic": args.n_generic}
-default_steps = (args.ft_steps, args.lit_steps) == (100, 80)
-tag = "" if default_steps else f"_ft{args.ft_steps}_lit{args.lit_steps}"
-out = Path(__file__).with_suffix(".json") if not kwargs and default_steps else Path(__file__).with_name(
+kwargs = {"ft_steps": args.ft_steps, "lit_steps": args.lit_steps, "n_generic": args.n_generic}
+default = (args.n_generic, args.ft_steps, args.lit_steps) == (3, 100, 80)
+tag = "" if (args.ft_steps, args.lit_steps) == (100, 80) else f"_ft{args.ft_steps}_lit{args.lit_steps}"
+out = Path(__file__).with_suffix(".json") if default else Path(__file__).with_name(
     f"verbalization_rp_pilot_generic{args.n_generic}{tag}.json")
 
 t0 = time.perf_counter()
 print("torch threads", torch.get_num_threads(), kwargs, flush=True)
-res = smollm2_lit_persona(ft_steps=args.ft_steps, lit_steps=args.lit_steps, **kwargs)
+res = smollm2_lit_persona(**kwargs)  # cached by every argument, defaults filled in
 res["pilot_wall_s"] = time.perf_counter() - t0
 print(json.dumps(res["accuracy"], indent=1), res["time_s"], res["loss"], flush=True)
 for e in res["examples"]:

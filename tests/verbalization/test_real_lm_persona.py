@@ -124,3 +124,27 @@ def test_persona_arm_rejects_bad_arguments(tiny):
         lit_persona_arm(model, tok, **{**ARM, "name_max_new_tokens": 0})
     with pytest.raises(ValueError, match="projections"):
         lora_finetune(torch.nn.Sequential(torch.nn.Linear(2, 2)), tok, ["x"], steps=1)
+
+
+def test_smollm2_persona_cache_key_fills_defaults(tmp_path, monkeypatch):
+    """A call naming a default argument (n_generic=3) reuses the entry of one leaving it out; a typo is a TypeError."""
+    import functools
+
+    from icml26.verbalization import real_lm
+
+    calls = []
+
+    @functools.wraps(real_lm.lit_persona_arm)
+    def fake_arm(model, tokenizer, **kw):
+        calls.append(kw)
+        return {"time_s": {}, "kw": kw}
+
+    monkeypatch.setenv("ICML26_CACHE", str(tmp_path))
+    monkeypatch.setattr(real_lm, "load_smollm2", lambda: (torch.nn.Linear(1, 1), None))
+    monkeypatch.setattr(real_lm, "lit_persona_arm", fake_arm)
+    first = real_lm.smollm2_lit_persona(ft_steps=7)
+    again = real_lm.smollm2_lit_persona(ft_steps=7, n_generic=3)
+    other = real_lm.smollm2_lit_persona(ft_steps=7, n_generic=4)
+    assert len(calls) == 2 and again["kw"] == first["kw"] == {"ft_steps": 7} and other["kw"]["n_generic"] == 4
+    with pytest.raises(TypeError, match="smollm2_lit_persona.*n_genric"):
+        real_lm.smollm2_lit_persona(n_genric=3)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import copy as _copy
 import hashlib
 import importlib.util
+import inspect
 import json
 import time
 from pathlib import Path
@@ -375,8 +376,17 @@ def lit_persona_arm(model, tokenizer, *, seed: int = 0, n_personas: int = 8, n_c
 
 
 def smollm2_lit_persona(use_cache: bool = True, **kwargs) -> dict:
-    """`lit_persona_arm` on SmolLM2-135M-Instruct, cached on disk by its arguments (`kwargs` go to the arm)."""
-    key = json.dumps([sorted(kwargs.items()), 2], default=list)  # 2: name answers get name_max_new_tokens
+    """`lit_persona_arm` on SmolLM2-135M-Instruct, cached on disk by its arguments (`kwargs` go to the arm).
+
+    The cache key holds every argument of the arm with its defaults filled in, so a call that names a default
+    (`n_generic=3`) and one that leaves it out share one entry."""
+    try:
+        bound = inspect.signature(lit_persona_arm).bind(None, None, **kwargs)
+    except TypeError as e:
+        raise TypeError(f"smollm2_lit_persona: {e}") from e
+    bound.apply_defaults()
+    args = {k: v for k, v in bound.arguments.items() if k not in ("model", "tokenizer")}
+    key = json.dumps([sorted(args.items()), 3], default=list)  # 3: the key holds every argument (2: name tokens)
     path = cache_dir("verbalization") / f"smollm2_lit_persona_{hashlib.sha256(key.encode()).hexdigest()[:12]}.json"
     if use_cache and path.exists():
         return json.loads(path.read_text())
