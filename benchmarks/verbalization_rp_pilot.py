@@ -1,13 +1,15 @@
-"""One pilot of the real-LM persona arm (claim RP, issue 37) on SmolLM2-135M-Instruct, seed 0.
+"""One pilot of the real-LM persona arm (claim RP, issue 37) on SmolLM2-135M-Instruct (seed 0 unless `--seed`).
 
     flock /tmp/icml26-cpu.lock timeout 600 .venv/bin/python benchmarks/verbalization_rp_pilot.py [--n-generic N]
-        [--ft-steps S] [--lit-steps T]
+        [--ft-steps S] [--lit-steps T] [--n-personas P] [--n-heldout H] [--seed K]
 
 With the default sizes it writes benchmarks/verbalization_rp_pilot.json (the arm's result, also cached for `--set
 real_lm_persona=true`). `--n-generic N` (default 3) puts N generic people per culture into the world instead, so
-6 N - 6 of them train the LIT decoders (the identity pilot: does more person-specific LIT data make the decoder
-retrieve?); `--ft-steps` / `--lit-steps` (default 100 / 80) lengthen the fine-tunes and the LIT training. A
-non-default run goes to verbalization_rp_pilot_generic{N}[_ft{S}_lit{T}].json and is not the one claim RP reads.
+6 N - H of them train the LIT decoders (H = `--n-heldout`; the identity pilot: does more person-specific LIT data
+make the decoder retrieve?); `--ft-steps` / `--lit-steps` (default 100 / 80) lengthen the fine-tunes and the LIT training;
+`--n-personas` / `--n-heldout` (default 8 / 6) set the clusters of claims 1 / 3e and of PC; `--seed` (default 0)
+draws another world and training run. A non-default run goes to
+verbalization_rp_pilot_generic{N}[_ft{S}_lit{T}][_p{P}_h{H}][_seed{K}].json and is not the one claim RP reads.
 """
 
 import argparse
@@ -23,15 +25,32 @@ ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 ap.add_argument("--n-generic", type=int, default=3, help="generic people per culture (default 3, the arm's default)")
 ap.add_argument("--ft-steps", type=int, default=100, help="LoRA fine-tune steps of M1 and M2'-FT (default 100)")
 ap.add_argument("--lit-steps", type=int, default=80, help="LIT steps of each decoder (default 80)")
+ap.add_argument("--seed", type=int, default=0, help="world, fine-tune and LIT seed (default 0)")
+ap.add_argument("--n-personas", type=int, default=8, help="fantasy personas (default 8; the clusters of claim 1)")
+ap.add_argument("--n-heldout", type=int, default=6, help="generic people held out of LIT training (default 6; "
+                                                         "the clusters of PC)")
 args = ap.parse_args()
 if args.n_generic < 2:
     ap.error(f"--n-generic must be >= 2 (6 of the 6 x n_generic people are held out), got {args.n_generic}")
-for name, v in (("--ft-steps", args.ft_steps), ("--lit-steps", args.lit_steps)):
+for name, v in (("--ft-steps", args.ft_steps), ("--lit-steps", args.lit_steps), ("--n-heldout", args.n_heldout)):
     if v < 1:
         ap.error(f"{name} must be >= 1, got {v}")
-kwargs = {"ft_steps": args.ft_steps, "lit_steps": args.lit_steps, "n_generic": args.n_generic}
-default = (args.n_generic, args.ft_steps, args.lit_steps) == (3, 100, 80)
+if args.seed < 0:
+    ap.error(f"--seed must be >= 0, got {args.seed}")
+if args.n_personas < 2:
+    ap.error(f"--n-personas must be >= 2, got {args.n_personas}")
+if args.n_heldout >= 6 * args.n_generic:
+    ap.error(f"--n-heldout must leave LIT training people: < 6 x --n-generic = {6 * args.n_generic}, "
+             f"got {args.n_heldout}")
+kwargs = {"ft_steps": args.ft_steps, "lit_steps": args.lit_steps, "n_generic": args.n_generic,
+          "n_personas": args.n_personas, "n_heldout": args.n_heldout, "seed": args.seed}
+default = (args.n_generic, args.ft_steps, args.lit_steps, args.n_personas, args.n_heldout, args.seed) == (
+    3, 100, 80, 8, 6, 0)
 tag = "" if (args.ft_steps, args.lit_steps) == (100, 80) else f"_ft{args.ft_steps}_lit{args.lit_steps}"
+if (args.n_personas, args.n_heldout) != (8, 6):
+    tag += f"_p{args.n_personas}_h{args.n_heldout}"
+if args.seed:
+    tag += f"_seed{args.seed}"
 out = Path(__file__).with_suffix(".json") if default else Path(__file__).with_name(
     f"verbalization_rp_pilot_generic{args.n_generic}{tag}.json")
 

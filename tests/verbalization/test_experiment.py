@@ -137,6 +137,12 @@ def test_claims_1_and_3e_failures_need_a_decoder_that_passed_pc(smoke):
     ("lit_holdout", 1.0, "lit_holdout"), ("probe_l2", [], "probe_l2"), ("lit_lora_rank", 0, "lit_lora_rank"),
     ("lit_decoder", "lora+full", "lit_decoder"), ("lit_reading_repeat", -1, "lit_reading_repeat"),
     ("real_lm_persona_n_generic", 1, "real_lm_persona_n_generic"),
+    ("real_lm_persona_n_generic", 0, "real_lm_persona_n_generic"),
+    ("real_lm_persona_n_personas", 1, "real_lm_persona_n_personas"),
+    ("real_lm_persona_n_heldout", 0, "real_lm_persona_n_heldout"),
+    ("real_lm_persona_n_heldout", 18, "real_lm_persona_n_heldout"),
+    ("real_lm_persona_seeds", [], "real_lm_persona_seeds"), ("real_lm_persona_seeds", [1, 1], "distinct"),
+    ("real_lm_persona_seeds", [-1], "real_lm_persona_seeds"),
 ])
 def test_validate_config_names_the_key(key, value, match):
     cfg = copy.deepcopy(E.CONFIGS["small"])
@@ -163,3 +169,24 @@ def test_job_graph_dependencies():
     jobs, deps = E.job_graph(E.CONFIGS["smoke"], [0, 1])
     assert len(jobs) == 14 and deps[(1, "eval")][0] == (1, "B")
     assert set(deps[(0, "LIT_M2p")]) == {(0, "M2p"), (0, "M1")}  # the decoder's knowledge model and the reader
+
+
+def test_real_lm_persona_config_reaches_the_arm(monkeypatch):
+    """`real_lm_persona_*` keys are what the SmolLM2 arm is called with, and its result becomes claim RP (report)."""
+    import json
+    from pathlib import Path
+
+    from icml26.verbalization import real_lm
+
+    saved = json.loads((Path(__file__).parents[2] / "benchmarks"
+                        / "verbalization_rp_pilot_generic3_ft300_lit200.json").read_text())
+    calls = []
+    monkeypatch.setattr(real_lm, "smollm2_lit_persona", lambda **kw: calls.append(kw) or saved)
+    cfg = dict(copy.deepcopy(E.CONFIGS["smoke"]), scale="smoke", real_lm_persona=True, real_lm_persona_ft_steps=7,
+               real_lm_persona_lit_steps=5, real_lm_persona_n_generic=4, real_lm_persona_n_personas=3,
+               real_lm_persona_n_heldout=2, real_lm_persona_seeds=[0])
+    res = E.run(cfg)
+    assert calls == [{"ft_steps": 7, "lit_steps": 5, "n_generic": 4, "n_personas": 3, "n_heldout": 2, "seed": 0}]
+    rp = res.claims[-1]
+    assert rp.id == "RP" and rp.kind == "report" and rp.measured["pc_M2p"] == saved["accuracy"]["pc_M2p"]
+    assert res.metrics["real_lm_persona"] is saved

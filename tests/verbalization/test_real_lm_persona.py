@@ -83,7 +83,7 @@ def test_lora_finetune_teaches_facts_and_a_lit_decoder_answers_them(tiny):
     assert contains_match(lit.verbalize(src, qs), ans).mean() >= 0.75  # from the activations, not the text
 
 
-def _fake(pc: int, belief: int, target: int, e_lit: int, e_ctrl: int, n: int = 12) -> dict:
+def _fake(pc: int, belief: int, target: int, e_lit: int, e_ctrl: int, n: int = 12, seed: int = 0) -> dict:
     cl = [f"p{i}" for i in range(n) for _ in range(2)]
 
     def col(v):
@@ -94,7 +94,7 @@ def _fake(pc: int, belief: int, target: int, e_lit: int, e_ctrl: int, n: int = 1
     acc = {k: float(np.mean(v["correct"])) for k, v in items.items()}
     acc.update({k: 0.9 for k in ("pc_text_M2p", "pc_text_M1", "self_M1", "text_M2p", "train_M2p", "train_M2pp",
                                  "rec_M2p", "rec_M2pp")})
-    return {"seed": 0, "items": items, "accuracy": acc, "chance": 0.125, "read_layer": 6, "write_layer": 0,
+    return {"seed": seed, "items": items, "accuracy": acc, "chance": 0.125, "read_layer": 6, "write_layer": 0,
             "n_personas": n, "attributes": ["country", "food"], "n_heldout": n, "n_train_people": 24,
             "ft_rank": 16, "ft_steps": 100, "lit_rank": 8, "lit_steps": 80}
 
@@ -108,6 +108,24 @@ def test_claim_real_persona_can_hold_fail_and_says_whether_pc_passed(arm):
     assert no_pc.verdict == "not held" and "did NOT pass" in no_pc.details
     follows_target = E.claim_real_persona(_fake(pc=1, belief=0, target=1, e_lit=1, e_ctrl=1))
     assert follows_target.verdict == "not held"  # privileged reading of M1 fails claim 1
+
+
+def test_claim_real_persona_pools_seeds_as_separate_clusters():
+    """Two seeds of 3 personas: one seed all right, one all wrong. Alone, 3 clusters cannot place 1.0 vs 0.0 items
+    away from nothing; pooled, the estimate is the item mean (0.5) over 6 clusters, each seed's own."""
+    a, b = _fake(pc=1, belief=1, target=0, e_lit=1, e_ctrl=1, n=3), _fake(pc=0, belief=0, target=0, e_lit=1,
+                                                                         e_ctrl=1, n=3, seed=1)
+    c = E.claim_real_persona([a, b])
+    assert c.measured["pc_M2p"] == 0.5 and c.measured["belief"] == 0.5
+    pc_part = c.decision.parts[0]
+    assert pc_part.interval.n == 6 and "seeds 0, 1" in c.details
+    assert E.claim_real_persona([a]).measured == E.claim_real_persona(a).measured
+    with pytest.raises(ValueError, match="distinct seeds"):
+        E.claim_real_persona([a, a])
+    with pytest.raises(ValueError, match="share sizes"):
+        E.claim_real_persona([a, _fake(pc=1, belief=1, target=0, e_lit=1, e_ctrl=1, n=4, seed=1)])
+    with pytest.raises(TypeError, match="res"):
+        E.claim_real_persona([])
 
 
 def test_persona_arm_rejects_bad_arguments(tiny):

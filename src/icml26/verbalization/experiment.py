@@ -63,7 +63,8 @@ _EVAL = {"ps_source_layers": [1, 2], "ps_target_layers": [0, 1], "probe_folds": 
          "real_lm_target_layers": [2, 6], "real_lm_max_new_tokens": 6, "real_lm_lit": False, "real_lm_lit_train": 13,
          "real_lm_lit_read_layer": 6, "real_lm_lit_rank": 8, "real_lm_lit_steps": 80,
          "real_lm_persona": False, "real_lm_persona_ft_steps": 100, "real_lm_persona_lit_steps": 80,
-         "real_lm_persona_n_generic": 3}
+         "real_lm_persona_n_generic": 3, "real_lm_persona_n_personas": 8, "real_lm_persona_n_heldout": 6,
+         "real_lm_persona_seeds": [0]}
 
 CONFIGS: dict[str, dict[str, Any]] = {
     "smoke": {"seeds": [0], "workers": 1, **_WORLD, **_MODEL, **_TRAIN, **_EVAL,
@@ -135,8 +136,15 @@ CONFIG_HELP = {
                        "LIT decoders, conditions (d), (e) and their positive control; ~7 min on 2 cores, cached)",
     "real_lm_persona_ft_steps": "LoRA fine-tune steps of each SmolLM2 persona model (M1, M2'-FT)",
     "real_lm_persona_lit_steps": "LIT training steps of each SmolLM2 persona decoder (M2', M2'')",
-    "real_lm_persona_n_generic": "generic people per culture in the SmolLM2 persona world (6 of them held out for "
-                                 "PC, the rest train the LIT decoders; >= 2)",
+    "real_lm_persona_n_generic": "generic people per culture in the SmolLM2 persona world (6 cultures; "
+                                 "real_lm_persona_n_heldout of them are held out for PC, the rest train the LIT "
+                                 "decoders)",
+    "real_lm_persona_n_personas": "fantasy personas in the SmolLM2 persona world (the clusters of claims 1 and 3e; "
+                                  ">= 2)",
+    "real_lm_persona_n_heldout": "generic people held out of the SmolLM2 LIT training (the clusters of PC; "
+                                 "< 6 x real_lm_persona_n_generic)",
+    "real_lm_persona_seeds": "seeds of the SmolLM2 persona arm (each a new world and training run; claim RP pools "
+                             "their items, each seed's personas and people their own clusters)",
 }
 
 EXPECTED_RUNTIME_S = {"smoke": 10, "small": 240, "medium": 2800}
@@ -169,6 +177,13 @@ def validate_config(config: dict) -> None:
         check_int(s, "seeds", min=0)
     if len(set(seeds)) != len(seeds):
         raise ValueError("seeds must be distinct")
+    rp_seeds = config["real_lm_persona_seeds"]
+    if not isinstance(rp_seeds, (list, tuple)) or not rp_seeds:
+        raise ValueError(f"real_lm_persona_seeds must be a non-empty list of seeds, got {rp_seeds!r}")
+    for s in rp_seeds:
+        check_int(s, "real_lm_persona_seeds", min=0)
+    if len(set(rp_seeds)) != len(rp_seeds):
+        raise ValueError(f"real_lm_persona_seeds must be distinct, got {rp_seeds!r}")
     check_int(config["workers"], "workers", min=0)
     for k in ("n_cultures", "n_values", "n_fantasy_values", "n_subjects", "n_objects", "d_model", "n_layers",
               "n_heads", "max_len", "batch_size", "base_steps", "ft_steps", "lit_steps", "max_new_tokens",
@@ -177,7 +192,13 @@ def validate_config(config: dict) -> None:
               "relations", "real_lm_lit_train", "real_lm_lit_read_layer", "real_lm_lit_rank", "real_lm_lit_steps",
               "real_lm_persona_ft_steps", "real_lm_persona_lit_steps"):
         check_int(config[k], k, min=1)
-    check_int(config["real_lm_persona_n_generic"], "real_lm_persona_n_generic", min=2)  # 6 people are held out
+    check_int(config["real_lm_persona_n_generic"], "real_lm_persona_n_generic", min=1)
+    check_int(config["real_lm_persona_n_personas"], "real_lm_persona_n_personas", min=2)
+    check_int(config["real_lm_persona_n_heldout"], "real_lm_persona_n_heldout", min=1)
+    if config["real_lm_persona_n_heldout"] >= 6 * config["real_lm_persona_n_generic"]:
+        raise ValueError(f"real_lm_persona_n_heldout ({config['real_lm_persona_n_heldout']}) must leave LIT "
+                         f"training people: it must be < 6 x real_lm_persona_n_generic = "
+                         f"{6 * config['real_lm_persona_n_generic']}")
     for k in ("n_personas", "n_fantasy", "n_generic", "n_roster", "n_fantasy_roster", "read_layer",
               "write_layer", "lit_reading_repeat"):
         check_int(config[k], k, min=0)
@@ -814,11 +835,25 @@ def claim_real_lit(res: dict) -> Claim:
                 f"real_lm_lit=true)." + _verdict_note(d))
 
 
-def claim_real_persona(res: dict) -> Claim:
+def claim_real_persona(res: dict | list[dict]) -> Claim:
     """RP: claims 1 and 3e asked of a real decoder (report-only): SmolLM2 taught knowledge-controlled personas,
-    LoRA LIT decoders of the knowledge models reading M1, and their own positive control (issue 37)."""
-    rs, chance = [res], res["chance"]
-    acc = res["accuracy"]
+    LoRA LIT decoders of the knowledge models reading M1, and their own positive control (issue 37).
+
+    `res` is one `lit_persona_arm` result or a list of them (one per seed, the same sizes); a list pools the items
+    of every seed, each seed's personas and held-out people their own clusters."""
+    rs = [res] if isinstance(res, dict) else list(res)
+    if not rs or not all(isinstance(r, dict) for r in rs):
+        raise TypeError("res must be a lit_persona_arm result (dict) or a non-empty list of them")
+    seeds = [r["seed"] for r in rs]
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"res: the results must come from distinct seeds, got {seeds}")
+    shape = {(r["n_personas"], r["n_heldout"], r["n_train_people"], r["ft_steps"], r["lit_steps"],
+              r["read_layer"], r["write_layer"], r["chance"]) for r in rs}
+    if len(shape) != 1:
+        raise ValueError("res: the results must share sizes, steps, layers and chance (one arm, several seeds)")
+    r0, chance = rs[0], rs[0]["chance"]
+    acc = {k: float(np.mean([r["accuracy"][k] for r in rs])) for k in r0["accuracy"]}
+    acc.update({k: float(_items(rs, k)[0][0].mean()) for k in r0["items"]})  # scored items: pooled over seeds
     parts = [_acc("pc_M2p", rs, PC_MIN, ">=", "PC: M2' on held-out people >= 0.5"),
              _acc("pc_M2pp", rs, PC_MIN, ">=", "PC: M2'' on held-out people >= 0.5"),
              _acc("d_belief", rs, BELIEF_MIN, ">=", "1: belief >= 0.5"),
@@ -828,12 +863,18 @@ def claim_real_persona(res: dict) -> Claim:
              _diff(("e_lit", "e_ctrl"), rs, SHARED_TOL, "<=", "3e: LIT - control <= 0.10")]
     d = stats.all_of(*parts, label="RP")
     pc_ok = all(p.verdict == "held" for p in parts[:2])
+    n_p, n_h = len(rs) * r0["n_personas"], len(rs) * r0["n_heldout"]
+    note = _verdict_note(d)
+    if d.verdict == "inconclusive":  # the toy's hint (8 toy seeds) does not apply to this arm
+        note = " " + d.text() + (f". What would decide it: more personas and held-out people (now {n_p} / {n_h} "
+                                 f"clusters; real_lm_persona_n_personas / _n_heldout, or more "
+                                 f"real_lm_persona_seeds), with fine-tune steps scaled to the data.")
     return Claim(
         id="RP", statement="Claims 1 and 3e on a real LM: SmolLM2 LoRA LIT decoders follow their own model's "
                            "persona knowledge (d), and with shared knowledge match 'recovered name + zero-shot' "
                            "(e), after passing their own positive control.",
         metric=f"fantasy personas taught to SmolLM2-135M by LoRA fine-tunes (M1: F1, M2'-FT: F2, M2''-FT = M1); "
-               f"LoRA LIT decoders read M1 at layer {res['read_layer']}, write at layer {res['write_layer']}: PC on "
+               f"LoRA LIT decoders read M1 at layer {r0['read_layer']}, write at layer {r0['write_layer']}: PC on "
                f"held-out generic people, (d) M2' vs F2 / F1, (e) M2'' - zero-shot M1 on the name M2'' recovered",
         measured={"pc_M2p": acc["pc_M2p"], "pc_M2pp": acc["pc_M2pp"], "pc_text_M2p": acc["pc_text_M2p"],
                   "belief": acc["d_belief"], "target": acc["d_target"], "lit_e": acc["e_lit"],
@@ -843,17 +884,18 @@ def claim_real_persona(res: dict) -> Claim:
         decision=d, kind="report",
         paper="Fantasy with the verbalizer taught the personas: verbalization 18-72 %, what the verbalizer knows, "
               "not the target (s); inverted text + zero-shot ~0.79 vs LIT ~0.78 (s)",
-        details=f"seed {res['seed']}: {res['n_personas']} personas x {len(res['attributes'])} attributes "
-                f"(clusters: personas), {res['n_heldout']} held-out people ({res['n_train_people']} LIT training "
-                f"people); fine-tunes LoRA rank {res['ft_rank']}, {res['ft_steps']} steps; decoders LoRA rank "
-                f"{res['lit_rank']}, {res['lit_steps']} steps. Sanity: M1 self-report on F1 {acc['self_M1']:.2f}, "
+        details=f"seed{'s' if len(rs) > 1 else ''} {', '.join(map(str, seeds))}: {r0['n_personas']} personas x "
+                f"{len(r0['attributes'])} attributes (clusters: personas), {r0['n_heldout']} held-out people "
+                f"({r0['n_train_people']} LIT training people)" + (" per seed" if len(rs) > 1 else "") +
+                f"; fine-tunes LoRA rank {r0['ft_rank']}, {r0['ft_steps']} steps; decoders LoRA rank "
+                f"{r0['lit_rank']}, {r0['lit_steps']} steps. Sanity: M1 self-report on F1 {acc['self_M1']:.2f}, "
                 f"M2'-FT on F2 in text mode {acc['text_M2p']:.2f}, text-mode ceilings on the held-out people "
                 f"M2'-FT {acc['pc_text_M2p']:.2f} / M1 {acc['pc_text_M1']:.2f}; decoders on their training people "
                 f"M2' {acc['train_M2p']:.2f} / M2'' {acc['train_M2pp']:.2f}; name recovery on personas M2' "
                 f"{acc['rec_M2p']:.2f} / M2'' {acc['rec_M2pp']:.2f}. "
                 + ("The decoders passed their positive control, so parts 1 and 3e are informative. " if pc_ok else
                    "The decoders did NOT pass their positive control, so parts 1 and 3e say little about the "
-                   "paper. ") + "Report-only (`--scale medium` or --set real_lm_persona=true)." + _verdict_note(d))
+                   "paper. ") + "Report-only (`--scale medium` or --set real_lm_persona=true)." + note)
 
 
 # ------------------------------------------------------------------------------------------- figures
@@ -1028,10 +1070,13 @@ def run(config: dict) -> Result:
         from icml26.verbalization.real_lm import smollm2_lit_persona
 
         t = time.perf_counter()
-        rp = smollm2_lit_persona(ft_steps=cfg["real_lm_persona_ft_steps"], lit_steps=cfg["real_lm_persona_lit_steps"],
-                                 n_generic=cfg["real_lm_persona_n_generic"])
+        rp = [smollm2_lit_persona(ft_steps=cfg["real_lm_persona_ft_steps"], lit_steps=cfg["real_lm_persona_lit_steps"],
+                                  n_generic=cfg["real_lm_persona_n_generic"],
+                                  n_personas=cfg["real_lm_persona_n_personas"],
+                                  n_heldout=cfg["real_lm_persona_n_heldout"], seed=int(s))
+              for s in cfg["real_lm_persona_seeds"]]
         timings["real_lm_persona_s"] = time.perf_counter() - t
-        metrics["real_lm_persona"] = rp
+        metrics["real_lm_persona"] = rp if len(rp) > 1 else rp[0]  # one seed: the arm's result, as before
         claims.append(claim_real_persona(rp))
     result = Result(slug=SLUG, scale=scale, config=config, metrics=metrics, claims=claims)
     result.add_figure("conditions", _fig_conditions(per_seed))
