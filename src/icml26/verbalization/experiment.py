@@ -591,9 +591,10 @@ def _given_retrieval(d: stats.Decision, per_seed: list[dict], role: str) -> stat
     hint = (f"not held on its numbers ({d.text()}), but the {role} decoder "
             f"{'failed' if pc.verdict == 'not held' else 'did not clearly pass'} the retrieval control PC "
             f"({pc.estimate:.2f} vs >= {PC_MIN}), so it measures our decoder, not the paper: a decoder that passes "
-            f"PC decides it: the real-LM LoRA arm (claim RP, in medium) with more personas and fine-tunes that store "
-            f"the facts; in this toy none of the docs' pilots (depth, width, LIT length, rehearsal, input maps, "
-            f"identity-rich LIT data) passes PC)")
+            f"PC decides it. In this toy none of the docs' pilots (depth, width, LIT length, rehearsal, input maps, "
+            f"identity-rich LIT data) passes PC; the real-LM LoRA arm (claim RP, in medium: 2 seeds x 32 personas, "
+            f"fine-tunes that store the facts) retrieves about half of what its model knows (PC at the bar in the "
+            f"docs' pilots), so a better real decoder is the open path)")
     # the verdict comes from stats.decide on the unidentified interval; only its hint says why it is unbounded
     return dataclasses.replace(stats.decide(d.estimate, iv, d.threshold, d.direction, label=d.label), hint=hint)
 
